@@ -1,0 +1,34 @@
+# make demo / make test: each creates .venv when missing, installs with the pins, and runs.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test install sync-check nbtest pytest clean
+
+$(STAMP): setup.py settings.ini constraints.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	PIP_CONSTRAINT=constraints.txt $(BIN)/python -m pip install -q -c constraints.txt -e ".[dev]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/rlref train --recipe arith-grpo --out runs/demo
+
+# The package must equal what its notebooks export, and notebooks must be clean.
+sync-check: $(STAMP)
+	@$(BIN)/python tools/sync_check.py
+
+nbtest: $(STAMP)
+	$(BIN)/nbdev_test --n_workers 2 --flags ''
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest -q tests/
+
+test: sync-check nbtest pytest
+
+clean:
+	rm -rf $(VENV) runs
