@@ -31,6 +31,7 @@ def plot_digits(images: torch.Tensor,  # (N, 64) images in [-1, 1]
                 title: str | None = None,  # axes title
                ):
     "Draw a batch of 8x8 images as one grid (ink is dark); returns the axes."
+    import matplotlib.pyplot as plt
     images = torch.as_tensor(images).detach().float().cpu().clamp(-1, 1)
     if images.ndim != 2 or images.shape[1] != 64: raise ValueError(f"expected (N, 64) images, got {tuple(images.shape)}")
     n = len(images); nrows = math.ceil(n / ncols)

@@ -8,6 +8,7 @@ import math, copy
 from dataclasses import dataclass, asdict
 from typing import Callable
 import torch
+import numpy as np
 import torch.nn as nn
 from ..core import seed_everything, Timer
 from .model import sample_flow, sample_sde
