@@ -23,7 +23,7 @@ sync-check: $(STAMP)
 	@$(BIN)/python tools/sync_check.py
 
 nbtest: $(STAMP)
-	$(BIN)/nbdev_test --n_workers 2 --flags ''
+	OMP_NUM_THREADS=1 $(BIN)/nbdev_test --n_workers 2 --flags ''
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q tests/
