@@ -75,3 +75,15 @@ def test_batch_plan():
     assert (p["rollout_rows"], p["optimizer_steps"], p["micro_batches"]) == (64, 2, 4)
     with pytest.raises(ValueError, match="not a multiple"): batch_plan(3, 3, 2)
     with pytest.raises(ValueError, match="micro_batch_size"): batch_plan(3, 3, 0)
+
+def test_early_eos_rows_are_compacted_and_still_exact():
+    "Make <eos> likely so rows finish at different steps: the finished rows leave the batch, parity must still hold."
+    tok = make_char_tokenizer()
+    model = make_tiny_llama(tok, "tiny", max_len=64, seed=1).eval()
+    with torch.no_grad(): model.model.embed_tokens.weight[tok.eos_token_id] *= 12  # tied weights: a big <eos> logit in many contexts
+    ro = sample(model, tok, PROMPTS * 4, n=2, max_new_tokens=12, generator=torch.Generator().manual_seed(0))
+    assert len(set(ro.lengths.tolist())) > 2 and ro.truncated.float().mean() < 0.75, ro.lengths  # varied, mostly finished
+    ends = ro.completion_ids[torch.arange(len(ro)), ro.lengths - 1]
+    assert ((ends == tok.eos_token_id) | ro.truncated).all()
+    lp, _ = completion_logprobs(model, ro)
+    torch.testing.assert_close(lp.detach(), ro.sampler_logprobs, atol=1e-5, rtol=0)
