@@ -1,0 +1,92 @@
+"""Trainer tests that a notebook is the wrong place for: a real SIGKILL and --resume, every algorithm's
+parameters moving, and one clear error per bad config."""
+import json, os, signal, subprocess, sys, time
+from pathlib import Path
+import pytest, torch
+from rlref.trainer import Trainer, TrainConfig, recipe_config, find_checkpoint
+
+SMALL = dict(sft_steps=60, steps=3, prompts_per_step=4, samples_per_prompt=4, eval_every=3, eval_limit=20,
+             checkpoint_every=0, progress=False, format_weight=0.5, lr=1e-3, task_kwargs=dict(n_train=200, n_test=20))
+
+def _trained_params(trainer):
+    mods = [trainer.policy] + ([trainer.critic] if trainer.critic is not None else [])
+    return {f"{i}.{n}": p.detach().clone() for i, m in enumerate(mods) for n, p in m.named_parameters() if p.requires_grad}
+
+@pytest.mark.parametrize("recipe,extra", [
+    ("arith-grpo", {}), ("arith-dr_grpo", {}), ("arith-grpo-seqmean", {}), ("arith-grpo", dict(loss_type="bnpo", eps_high=0.28, beta=0.04)),
+    ("arith-rloo", dict(kl_coef=0.01)), ("arith-reinforce_pp", {}), ("arith-ppo", dict(minibatch_size=8, kl_coef=0.01)),
+    ("arith-online_dpo", dict(prompts_per_step=8, samples_per_prompt=2)), ("arith-grpo-lora", {}),
+])
+def test_every_algorithm_moves_every_trainable_parameter(recipe, extra):
+    torch.manual_seed(0)
+    cfg = recipe_config(recipe, **(SMALL | extra))
+    tr = Trainer.setup(cfg)
+    before = _trained_params(tr)
+    losses = [tr.train_step().get("loss") for _ in range(cfg.steps)]
+    after = _trained_params(tr)
+    assert all(l is not None and torch.isfinite(torch.tensor(l)) for l in losses), losses
+    unchanged = [n for n in before if torch.equal(before[n], after[n])]
+    assert not unchanged, f"{recipe}: parameters that did not change: {unchanged[:5]}"
+    assert tr.skipped_steps == 0
+
+@pytest.mark.parametrize("kwargs,msg", [
+    (dict(steps=-1), "steps must be >= 0"), (dict(prompts_per_step=3, samples_per_prompt=4, minibatch_size=5), "not a multiple"),
+    (dict(algorithm="a2c"), "unknown algorithm"), (dict(lr=0.0), "lr must be > 0"), (dict(lr=-1e-3), "lr must be > 0"),
+    (dict(samples_per_prompt=1), "group estimator"), (dict(task="chess"), "unknown task"),
+])
+def test_bad_config_fails_clearly(kwargs, msg):
+    with pytest.raises(ValueError, match=msg): TrainConfig(**kwargs)
+
+def test_unknown_recipe_and_resume_without_checkpoint(tmp_path):
+    with pytest.raises(ValueError, match="unknown recipe"): recipe_config("arith-a3c")
+    with pytest.raises(FileNotFoundError, match="no complete checkpoint"): find_checkpoint(tmp_path)
+
+def test_corrupt_checkpoint_is_reported_and_skipped(tmp_path):
+    cfg = recipe_config("arith-grpo", **(SMALL | dict(steps=2, checkpoint_every=1, out=str(tmp_path))))
+    Trainer.setup(cfg).fit()
+    newest = sorted((tmp_path / "checkpoints").glob("step_*.pt"))[-1]
+    newest.write_bytes(newest.read_bytes()[:-100] + b"x" * 100)
+    with pytest.warns(UserWarning, match="corrupt checkpoint"):
+        assert find_checkpoint(tmp_path).name == "step_000001.pt"
+
+def test_nonfinite_steps_are_skipped_then_stop(tmp_path):
+    cfg = recipe_config("arith-grpo", **(SMALL | dict(steps=5, max_bad_steps=2)))
+    tr = Trainer.setup(cfg)
+    tr.add_hook("after_advantages", lambda t, r: setattr(r, "advantages", r.advantages * float("nan")) or r)
+    tr.train_step()
+    assert tr.skipped_steps == 1 and all(torch.isfinite(p).all() for p in tr.policy.parameters())
+    with pytest.raises(RuntimeError, match="non-finite loss or gradient in 2 consecutive"): tr.train_step()
+
+RUN = """
+import sys
+from rlref.cli import run_train
+run_train("arith-grpo", out=sys.argv[1], resume=sys.argv[2] == "1", steps=12, progress=False, sft_steps=60, eval_every=4,
+          eval_limit=50, checkpoint_every=3, prompts_per_step=8, samples_per_prompt=4, format_weight=0.5,
+          task_kwargs=dict(n_train=300, n_test=50))
+"""
+
+def _run(out, resume=False, **kw):
+    return subprocess.Popen([sys.executable, "-c", RUN, str(out), "1" if resume else "0"], **kw)
+
+def _metrics(out):
+    rows = [json.loads(l) for l in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]   # wall-clock time differs between runs
+
+def test_sigkill_then_resume_gives_identical_metrics(tmp_path):
+    ref, killed = tmp_path / "uninterrupted", tmp_path / "killed"
+    assert _run(ref).wait(timeout=600) == 0
+    p = _run(killed)
+    deadline = time.time() + 600
+    while time.time() < deadline:     # kill once a checkpoint exists and training went past it
+        m = killed / "metrics.jsonl"
+        if (killed / "checkpoints").is_dir() and list((killed / "checkpoints").glob("*.json")) and m.exists() and len(m.read_text().splitlines()) >= 7:
+            break
+        time.sleep(0.05)
+    os.kill(p.pid, signal.SIGKILL); p.wait()
+    n_before = len((killed / "metrics.jsonl").read_text().splitlines())
+    assert 0 < n_before < 12, "the kill must land mid-training"
+    assert _run(killed, resume=True).wait(timeout=600) == 0
+    assert _metrics(killed) == _metrics(ref)
+    s1, s2 = (json.loads((d / "summary.json").read_text()) for d in (ref, killed))
+    s1.pop("wall_seconds"); s2.pop("wall_seconds")
+    assert s1 == s2
