@@ -16,7 +16,7 @@ $(STAMP): setup.py settings.ini constraints.txt
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/rlref sft --task arith --steps 800 --out runs/demo-sft
+	$(BIN)/rlref train --recipe arith-grpo --out runs/demo
 
 # The package must equal what its notebooks export, and notebooks must be clean.
 sync-check: $(STAMP)
