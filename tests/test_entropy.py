@@ -1,0 +1,58 @@
+"Entropy-control methods in the trainer: KL-Cov's penalty only acts off-policy; Entrocraft works on any advantage estimator."
+import pytest, torch
+from rlref.core import masked_mean
+from rlref.trainer import Trainer, recipe_config
+from rlref.methods.entropy import Entrocraft, KLCov, KLCovTrainer, ClipCov, EntropyMeter
+
+def _cfg(**kw):
+    base = dict(sft_steps=0, prompts_per_step=4, samples_per_prompt=4, steps=2, eval_every=0, checkpoint_every=0,
+                progress=False, temperature=1.0, task_kwargs=dict(n_digits=1, n_train=80, n_test=20))
+    return recipe_config("arith-grpo", **(base | kw))
+
+def _grads(trainer, r):
+    trainer.opt.zero_grad(set_to_none=True)
+    loss, _ = trainer.loss(r, int(r.completion_mask.sum()), 1)
+    loss.backward()
+    return torch.cat([p.grad.flatten() for p in trainer.policy.parameters() if p.grad is not None]).clone()
+
+def test_kl_cov_penalty_is_inactive_on_policy_and_active_off_policy():
+    tr = KLCovTrainer.setup(_cfg())
+    r = tr.rollout()
+    r.advantages = torch.randn(len(r))
+    with torch.no_grad():
+        from rlref.rollout import completion_logprobs
+        lp, _ = completion_logprobs(tr.policy, r, 1.0, with_entropy=False)
+    r.extras["old_logprobs"] = lp
+    g_plain = _grads(tr, r)                                              # no kl_cov_weights: the base loss
+    r.extras["kl_cov_weights"] = torch.ones_like(lp)
+    torch.testing.assert_close(_grads(tr, r), g_plain)                   # |logp - old| has zero gradient at logp = old
+    r.extras["old_logprobs"] = lp - 0.3 * r.completion_mask              # off-policy: the penalty pulls back
+    r.extras.pop("kl_cov_weights"); g_off = _grads(tr, r)
+    r.extras["kl_cov_weights"] = torch.ones_like(lp)
+    assert not torch.allclose(_grads(tr, r), g_off)
+
+def test_kl_cov_needs_its_trainer():
+    with pytest.raises(ValueError, match="KLCovTrainer"):
+        KLCov().attach(Trainer.setup(_cfg()))
+
+@pytest.mark.parametrize("algorithm", ["grpo", "rloo", "reinforce_pp"])
+def test_entrocraft_keeps_one_sign_for_any_estimator(algorithm):
+    tr = Trainer.setup(_cfg(algorithm=algorithm))
+    g = torch.Generator().manual_seed(0)                                # an untrained model is never right: random rewards instead
+    tr.add_hook("after_rewards", lambda t, r: setattr(r, "rewards", torch.rand(len(r), generator=g)) or r)
+    ec = Entrocraft(low=(50.0, 50.0), high=(60.0, 60.0))                # entropy is always below: NSR mode
+    seen = []
+    ec.attach(tr)
+    tr.add_hook("after_advantages", lambda t, r: seen.append(r.advantages if r.advantages.dim() == 1
+                                                            else masked_mean(r.advantages, r.completion_mask.float(), dim=1)))
+    ms = [tr.train_step() for _ in range(2)]
+    assert all(m["mode"] == "neg" for m in ms)
+    assert any(len(a) for a in seen) and all((a < 0).all() for a in seen)
+    assert all(m["kept_frac"] < 1 for m in ms)
+
+def test_clip_cov_zeroes_tokens_in_is_weights():
+    tr = Trainer.setup(_cfg())
+    cc = ClipCov(ratio=0.5, cov_low=-1e9, cov_high=1e9)                 # every token is a candidate
+    cc.attach(tr); EntropyMeter().attach(tr)
+    m = tr.train_step()
+    assert cc.log and cc.log[0] >= 1 and "rollout_entropy" in m
