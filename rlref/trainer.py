@@ -148,7 +148,7 @@ class Critic(nn.Module):
         return self.head(h[:, P - 1:-1]).squeeze(-1) * rollout.completion_mask  # (B, C)
 
 # %% ../nbs/07_trainer.ipynb #6608655b
-HOOK_POINTS = ("after_rewards", "after_advantages", "before_update", "after_step")
+HOOK_POINTS = ("after_rewards", "after_advantages", "before_update", "loss_terms", "after_step")
 
 class Trainer:
     "The RL loop shared by every method; research chapters plug in through `add_hook` and config fields."
@@ -170,7 +170,7 @@ class Trainer:
         self.out = Path(cfg.out) if cfg.out else None
 
     def add_hook(self, point: str, fn: Callable):
-        "Call `fn(trainer, x)` at `point`; if it returns something other than None, that replaces x."
+        "Call `fn(trainer, x)` at `point`; if it returns something other than None, that replaces x (`loss_terms`: a dict of scalar losses to add)."
         if point not in HOOK_POINTS: raise ValueError(f"unknown hook point {point!r}; choose one of {HOOK_POINTS}")
         self.hooks[point].append(fn); return self
 
@@ -294,6 +294,9 @@ def loss(self: Trainer, mb: Rollout, n_tokens_in_minibatch: int, n_micro: int) -
     if cfg.algorithm == "ppo":
         vl = value_loss(self.critic(mb), mb.extras["old_values"], mb.extras["returns"], m, clip=cfg.value_clip)
         loss = loss + cfg.vf_coef * vl / n_micro; info["value_loss"] = vl.item()
+    for fn in self.hooks["loss_terms"]:      # extra terms from a chapter, e.g. a KL to a shadow-masked forward
+        for name, term in (fn(self, dict(mb=mb, logprobs=logp, entropy=ent)) or {}).items():
+            loss = loss + term / n_micro; info[name] = term.item()
     info["approx_kl"] = float(approx_kl(logp.detach(), old, m))
     return loss, metrics | info
 
