@@ -87,3 +87,48 @@ def test_early_eos_rows_are_compacted_and_still_exact():
     assert ((ends == tok.eos_token_id) | ro.truncated).all()
     lp, _ = completion_logprobs(model, ro)
     torch.testing.assert_close(lp.detach(), ro.sampler_logprobs, atol=1e-5, rtol=0)
+
+def _fused_matches_model_forward(model, tok):
+    "The fused shared-prefix path and the model's own forward give the same tokens, log-probs, entropies and gradients."
+    kw = dict(n=3, max_new_tokens=8, temperature=0.9)
+    fu = sample(model, tok, PROMPTS, generator=torch.Generator().manual_seed(5), fused=True, **kw)
+    hf = sample(model, tok, PROMPTS, generator=torch.Generator().manual_seed(5), fused=False, **kw)
+    assert torch.equal(fu.completion_ids, hf.completion_ids)
+    torch.testing.assert_close(fu.sampler_logprobs, hf.sampler_logprobs, atol=1e-5, rtol=0)
+    grads = []
+    for fused in (True, False):
+        model.zero_grad(set_to_none=True)
+        lp, ent = completion_logprobs(model, fu, temperature=0.9, micro_batch_size=5, fused=fused)
+        (lp.sum() + ent.sum()).backward()
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad})
+        torch.testing.assert_close(lp.detach(), fu.sampler_logprobs, atol=1e-5, rtol=0)
+    model.zero_grad(set_to_none=True)
+    assert grads[0].keys() == grads[1].keys() and len(grads[0]) > 0
+    for n in grads[0]: torch.testing.assert_close(grads[0][n], grads[1][n], atol=1e-5, rtol=1e-4, msg=n)
+
+def test_fused_forward_llama_and_lora(policy):
+    from rlref.models import add_lora
+    model, tok = policy
+    _fused_matches_model_forward(model, tok)
+    lora = add_lora(make_tiny_llama(tok, "tiny", max_len=64, seed=1), r=4)
+    for n, p in lora.named_parameters():   # non-zero B matrices, so the adapters change the forward
+        if "lora_B" in n: torch.nn.init.normal_(p, std=0.05)
+    _fused_matches_model_forward(lora, tok)
+
+def test_fused_forward_qwen2_gqa_bias():
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    from rlref.rollout import decoder_parts
+    tok = make_char_tokenizer()
+    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, max_position_embeddings=64, pad_token_id=tok.pad_token_id,
+                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(cfg).eval()
+    assert decoder_parts(model) is not None and model.model.layers[0].self_attn.q_proj.bias is not None
+    _fused_matches_model_forward(model, tok)
+
+def test_fused_refused_where_unsupported(policy):
+    model, tok = policy
+    from rlref.kvcache import make_kv_policy
+    with pytest.raises(ValueError, match="fused=True needs"):
+        sample(model, tok, PROMPTS, max_new_tokens=4, fused=True, kv_policy=make_kv_policy("sink", 8))
