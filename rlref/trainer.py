@@ -79,6 +79,7 @@ class TrainConfig:
     # -- bookkeeping
     seed: int = 0
     eval_every: int = 50                 # steps between held-out evaluations (and at the first and last step)
+    kl_every: int = 10                   # steps between measurements of KL(pi_before || pi_after) of one update (a no-grad forward; 0 = never)
     eval_limit: int = 500                # held-out prompts per evaluation
     checkpoint_every: int = 50           # steps between checkpoints (0 = never)
     keep_checkpoints: int = 2            # complete checkpoints kept on disk
@@ -94,7 +95,7 @@ class TrainConfig:
         if self.model is None and self.size not in MODEL_PRESETS: raise ValueError(f"unknown model preset {self.size!r}; choose one of {sorted(MODEL_PRESETS)}")
         if self.loss_type not in AGGREGATION_MODES: raise ValueError(f"unknown loss_type {self.loss_type!r}; choose one of {AGGREGATION_MODES}")
         if self.is_correction not in IS_MODES: raise ValueError(f"unknown is_correction {self.is_correction!r}; choose one of {IS_MODES}")
-        for k in ("steps", "sft_steps", "eval_every", "checkpoint_every", "lora_r"):
+        for k in ("steps", "sft_steps", "eval_every", "kl_every", "checkpoint_every", "lora_r"):
             if getattr(self, k) < 0: raise ValueError(f"{k} must be >= 0, got {getattr(self, k)}")
         for k in ("lr", "temperature", "eps_low"):
             if not getattr(self, k) > 0: raise ValueError(f"{k} must be > 0, got {getattr(self, k)}")
@@ -343,6 +344,10 @@ def train_step(self: Trainer) -> dict:
         raw |= dict(is_frac_masked=float(isc.frac_masked), is_ess=float(isc.ess), sampler_kl=float(isc.kl))
     r = self._run_hooks("before_update", r)
     logs = self._update(r) if len(r) else {}
+    if cfg.kl_every and (self.step + 1) % cfg.kl_every == 0 and len(r) and cfg.algorithm != "online_dpo":
+        with torch.no_grad(): new_lp, _ = completion_logprobs(self.policy, r, cfg.temperature, with_entropy=False)
+        before = r.extras["old_logprobs"] if r.extras.get("old_logprobs") is not None else r.sampler_logprobs
+        logs["update_kl"] = approx_kl(new_lp, before, r.completion_mask)  # how far this step moved the policy
     metrics = dict(step=self.step + 1) | raw | logs | dict(lr=self.sched.get_last_lr()[0], skipped_steps=self.skipped_steps)
     self.step += 1
     if cfg.eval_every and (self.step % cfg.eval_every == 0 or self.step == cfg.steps): metrics["eval_accuracy"] = self.evaluate()
@@ -471,7 +476,9 @@ def plot_report(history: list[dict], path=None, title: str = ""):
     "Reward, held-out accuracy, entropy and approx-KL curves of a run (saved to `path` when given)."
     import matplotlib; import matplotlib.pyplot as plt
     fig, axs = plt.subplots(1, 4, figsize=(16, 3.2))
-    series = [("reward_mean", "training reward"), ("eval_accuracy", "held-out exact match"), ("entropy", "entropy (nats/token)"), ("approx_kl", "approx KL")]
+    kl = "update_kl" if any("update_kl" in h for h in history) else "approx_kl"  # on-policy single updates have approx_kl = 0
+    series = [("reward_mean", "training reward"), ("eval_accuracy", "held-out exact match"), ("entropy", "entropy (nats/token)"),
+              (kl, "KL(before ‖ after) per update" if kl == "update_kl" else "approx KL")]
     for ax, (k, label) in zip(axs, series):
         pts = [(h["step"], h[k]) for h in history if h.get(k) is not None]
         if pts: ax.plot(*zip(*pts), marker="o" if k == "eval_accuracy" else None, ms=3)
