@@ -373,5 +373,6 @@ d = { 'settings': { 'branch': 'main',
                                'rlref.trainer.Trainer.train_step': ('trainer.html#trainer.train_step', 'rlref/trainer.py'),
                                'rlref.trainer._sha256': ('trainer.html#_sha256', 'rlref/trainer.py'),
                                'rlref.trainer.find_checkpoint': ('trainer.html#find_checkpoint', 'rlref/trainer.py'),
+                               'rlref.trainer.lr_lambda': ('trainer.html#lr_lambda', 'rlref/trainer.py'),
                                'rlref.trainer.plot_report': ('trainer.html#plot_report', 'rlref/trainer.py'),
                                'rlref.trainer.recipe_config': ('trainer.html#recipe_config', 'rlref/trainer.py')}}}

@@ -143,7 +143,7 @@ def _bench_grpo_step(steps, P, G, T, lr, seed, trl_gc):
         save_policy(make_tiny_llama(tok, "tiny", max_len=64, seed=seed), tok, d)
         cfg = recipe_config("arith-grpo", model=d, prompts_per_step=P, samples_per_prompt=G, max_new_tokens=T, loss_type="dapo",
                             beta=0.0, lr=lr, max_grad_norm=1.0, num_iterations=1, seed=seed, steps=steps + 1, eval_every=0,
-                            eval_limit=8, checkpoint_every=0, progress=False, sft_steps=0)
+                            eval_limit=8, checkpoint_every=0, kl_every=0, progress=False, sft_steps=0)
         ours = Trainer.setup(cfg)
         ours.task = dataclasses.replace(ours.task, reward_fn=digit_share_reward)
         first = (steps + 1) // 2 + 1                                  # warm-up + half the timed steps before TRL

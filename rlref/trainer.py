@@ -21,11 +21,12 @@ from .losses import (grpo_loss, value_loss, online_dpo_loss, importance_weights,
                           zero_std_group_fraction, AGGREGATION_MODES, IS_MODES)
 
 # %% auto #0
-__all__ = ['ALGORITHMS', 'RECIPES', 'HOOK_POINTS', 'TrainConfig', 'recipe_config', 'Critic', 'Trainer', 'find_checkpoint',
-           'plot_report']
+__all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'TrainConfig', 'recipe_config', 'Critic', 'lr_lambda',
+           'Trainer', 'find_checkpoint', 'plot_report']
 
 # %% ../nbs/07_trainer.ipynb #ef0d2478
 ALGORITHMS = ("grpo", "rloo", "reinforce_pp", "ppo", "online_dpo")
+LR_SCHEDULES = ("constant", "cosine", "linear")
 
 @dataclass
 class TrainConfig:
@@ -73,6 +74,7 @@ class TrainConfig:
     steps: int = 400                     # RL steps (rollouts)
     lr: float = 3e-4                     # AdamW learning rate
     warmup_steps: int = 10               # linear LR warm-up (optimizer steps)
+    lr_schedule: str = "constant"        # after warm-up: constant, or cosine / linear decay to 0 at the last step
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0           # gradient clipping
     max_bad_steps: int = 3               # stop after this many consecutive non-finite steps
@@ -93,6 +95,7 @@ class TrainConfig:
         if self.algorithm not in ALGORITHMS: raise ValueError(f"unknown algorithm {self.algorithm!r}; choose one of {ALGORITHMS}")
         if self.task not in TASKS: raise ValueError(f"unknown task {self.task!r}; choose one of {sorted(TASKS)}")
         if self.model is None and self.size not in MODEL_PRESETS: raise ValueError(f"unknown model preset {self.size!r}; choose one of {sorted(MODEL_PRESETS)}")
+        if self.lr_schedule not in LR_SCHEDULES: raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; choose one of {LR_SCHEDULES}")
         if self.loss_type not in AGGREGATION_MODES: raise ValueError(f"unknown loss_type {self.loss_type!r}; choose one of {AGGREGATION_MODES}")
         if self.is_correction not in IS_MODES: raise ValueError(f"unknown is_correction {self.is_correction!r}; choose one of {IS_MODES}")
         for k in ("steps", "sft_steps", "eval_every", "kl_every", "checkpoint_every", "lora_r"):
@@ -151,6 +154,16 @@ class Critic(nn.Module):
 # %% ../nbs/07_trainer.ipynb #6608655b
 HOOK_POINTS = ("after_rewards", "after_advantages", "before_update", "loss_terms", "after_step")
 
+def lr_lambda(cfg: TrainConfig) -> Callable[[int], float]:
+    "LR multiplier per optimizer step: linear warm-up, then constant, or a cosine / linear decay to 0 at the run's last optimizer step."
+    total = max(1, cfg.steps * cfg.num_iterations * cfg.plan()["optimizer_steps"])
+    def multiplier(s: int) -> float:
+        if s < cfg.warmup_steps: return (s + 1) / cfg.warmup_steps
+        if cfg.lr_schedule == "constant": return 1.0
+        frac = min(1.0, (s - cfg.warmup_steps) / max(1, total - cfg.warmup_steps))
+        return 0.5 * (1 + math.cos(math.pi * frac)) if cfg.lr_schedule == "cosine" else 1.0 - frac
+    return multiplier
+
 class Trainer:
     "The RL loop shared by every method; research chapters plug in through `add_hook` and config fields."
     def __init__(self, cfg: TrainConfig, policy, tokenizer, task, sft_accuracy: float | None = None):
@@ -165,7 +178,7 @@ class Trainer:
         self.critic = Critic(policy).to(self.device) if cfg.algorithm == "ppo" else None
         params = [p for p in policy.parameters() if p.requires_grad] + (list(self.critic.parameters()) if self.critic else [])
         self.opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: min(1.0, (s + 1) / max(1, cfg.warmup_steps)))
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(cfg))
         self.gens = {k: torch.Generator(device="cpu").manual_seed(cfg.seed * 1000 + i) for i, k in enumerate(("prompts", "shuffle"))}
         self.gens["sampler"] = torch.Generator(device=self.device).manual_seed(cfg.seed * 1000 + 2)
         self.out = Path(cfg.out) if cfg.out else None
