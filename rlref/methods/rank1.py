@@ -89,8 +89,8 @@ def apply_update(base: nn.Module,  # the base model (not modified)
     return model
 
 def recovery_ratio(acc_base: float, acc_full: float, acc_variant: float) -> float:
-    "Share of the full update's accuracy gain that a variant keeps: (acc_variant − acc_base) / (acc_full − acc_base)."
-    if acc_full <= acc_base: raise ValueError(f"the full update has no gain to recover (base {acc_base}, full {acc_full})")
+    "Share of the full update's accuracy change (a gain or a loss) that a variant reproduces: (acc_variant − acc_base) / (acc_full − acc_base)."
+    if acc_full == acc_base: raise ValueError(f"the full update does not change accuracy (base {acc_base}, full {acc_full}): no effect to recover")
     return (acc_variant - acc_base) / (acc_full - acc_base)
 
 # %% ../../nbs/12_rank1.ipynb #979b4289
