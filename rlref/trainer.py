@@ -74,7 +74,7 @@ class TrainConfig:
     steps: int = 400                     # RL steps (rollouts)
     lr: float = 3e-4                     # AdamW learning rate
     warmup_steps: int = 10               # linear LR warm-up (optimizer steps)
-    lr_schedule: str = "constant"        # after warm-up: constant, or cosine / linear decay to 0 at the last step
+    lr_schedule: str = "constant"        # after warm-up: constant, or cosine / linear decay to 0 at the end of the run
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0           # gradient clipping
     max_bad_steps: int = 3               # stop after this many consecutive non-finite steps
@@ -155,7 +155,7 @@ class Critic(nn.Module):
 HOOK_POINTS = ("after_rewards", "after_advantages", "before_update", "loss_terms", "after_step")
 
 def lr_lambda(cfg: TrainConfig) -> Callable[[int], float]:
-    "LR multiplier per optimizer step: linear warm-up, then constant, or a cosine / linear decay to 0 at the run's last optimizer step."
+    "LR multiplier per optimizer step: linear warm-up, then constant, or a cosine / linear decay that reaches 0 just after the run's last optimizer step."
     total = max(1, cfg.steps * cfg.num_iterations * cfg.plan()["optimizer_steps"])
     def multiplier(s: int) -> float:
         if s < cfg.warmup_steps: return (s + 1) / cfg.warmup_steps

@@ -90,3 +90,31 @@ def test_sigkill_then_resume_gives_identical_metrics(tmp_path):
     s1, s2 = (json.loads((d / "summary.json").read_text()) for d in (ref, killed))
     s1.pop("wall_seconds"); s2.pop("wall_seconds")
     assert s1 == s2
+
+def test_loss_terms_hook_is_added_to_the_loss_and_logged():
+    "A chapter's extra loss term changes the update (here: an L2 pull on the LM head) and appears in the metrics."
+    cfg = recipe_config("arith-grpo", **(SMALL | dict(sft_steps=0, steps=2, eval_every=0, kl_every=0)))
+    norms = {}
+    for with_term in (False, True):
+        torch.manual_seed(0)
+        tr = Trainer.setup(cfg)
+        if with_term: tr.add_hook("loss_terms", lambda t, ctx: {"head_l2": 10.0 * t.policy.lm_head.weight.square().sum()})
+        m = [tr.train_step() for _ in range(cfg.steps)]
+        norms[with_term] = tr.policy.lm_head.weight.norm().item()
+        assert ("head_l2" in m[-1]) == with_term
+    assert norms[True] < norms[False] - 1e-3, norms
+    with pytest.raises(ValueError, match="unknown hook point"): Trainer.setup(cfg).add_hook("before_loss", lambda t, x: x)
+
+def test_lr_schedules_and_update_kl():
+    "Cosine decays the LR to 0 at the last step; update_kl is measured every kl_every steps and is positive."
+    from rlref.trainer import lr_lambda
+    cfg = recipe_config("arith-grpo", **(SMALL | dict(steps=4, eval_every=0, lr_schedule="cosine", warmup_steps=1, kl_every=2)))
+    f = lr_lambda(cfg)
+    assert f(0) == 1.0 and f(cfg.steps) == pytest.approx(0.0) and 0 < f(cfg.steps - 1) < f(2) < 1
+    assert lr_lambda(recipe_config("arith-grpo", steps=10, warmup_steps=0, lr_schedule="linear"))(5) == pytest.approx(0.5)
+    tr = Trainer.setup(cfg)
+    ms = [tr.train_step() for _ in range(cfg.steps)]
+    assert [("update_kl" in m) for m in ms] == [False, True, False, True]
+    assert all(m["update_kl"] > 0 for m in ms if "update_kl" in m)
+    assert ms[-1]["lr"] < 0.1 * cfg.lr
+    with pytest.raises(ValueError, match="unknown lr_schedule"): TrainConfig(lr_schedule="step")
