@@ -37,10 +37,10 @@ class TrainConfig:
     model: str | None = None             # HF checkpoint path/name; None = fresh tiny model + SFT warm start
     size: str = "tiny"                   # model preset when model is None
     max_len: int = 64                    # context length of a fresh model
-    sft_steps: int = 600                 # SFT warm-start steps for a fresh model (0 = none)
-    sft_lr: float = 3e-3                 # SFT learning rate
+    sft_steps: int = 2000                # SFT warm-start steps for a fresh model (0 = none; also the horizon of its LR decay)
+    sft_lr: float = 1e-3                 # SFT learning rate (1e-3 leaves a less over-confident warm start than 3e-3, see below)
     sft_batch_size: int = 128            # SFT examples per step
-    sft_target: float | None = 0.5       # stop SFT early once held-out exact match reaches this (None = run all sft_steps)
+    sft_target: float | None = 0.55      # stop SFT early once held-out exact match reaches this (None = run all sft_steps)
     sft_eval_every: int = 10             # SFT steps between the held-out checks of sft_target
     lora_r: int = 0                      # LoRA rank (0 = full fine-tuning)
     # -- algorithm

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest, torch
 from rlref.trainer import Trainer, TrainConfig, recipe_config, find_checkpoint
 
-SMALL = dict(sft_steps=60, steps=3, prompts_per_step=4, samples_per_prompt=4, eval_every=3, eval_limit=20,
+SMALL = dict(sft_steps=60, sft_lr=3e-3, sft_target=0.5, steps=3, prompts_per_step=4, samples_per_prompt=4, eval_every=3, eval_limit=20,
              checkpoint_every=0, progress=False, format_weight=0.5, lr=1e-3, task_kwargs=dict(n_train=200, n_test=20))
 
 def _trained_params(trainer):
@@ -60,7 +60,7 @@ def test_nonfinite_steps_are_skipped_then_stop(tmp_path):
 RUN = """
 import sys
 from rlref.cli import run_train
-run_train("arith-grpo", out=sys.argv[1], resume=sys.argv[2] == "1", steps=12, progress=False, sft_steps=60, eval_every=4,
+run_train("arith-grpo", out=sys.argv[1], resume=sys.argv[2] == "1", steps=12, progress=False, sft_steps=60, sft_lr=3e-3, sft_target=0.5, eval_every=4,
           eval_limit=50, checkpoint_every=3, prompts_per_step=8, samples_per_prompt=4, format_weight=0.5,
           task_kwargs=dict(n_train=300, n_test=50))
 """
