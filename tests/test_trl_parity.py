@@ -1,4 +1,6 @@
-"""Parity of rlref's GRPO-family loss with TRL's own `GRPOTrainer._compute_loss`.
+"""Parity of rlref's algebra with TRL 1.16's own trainer code: GRPO (`GRPOTrainer._compute_loss`), RLOO
+(`RLOOTrainer._generate_and_score_completions` for the advantages and `_compute_loss`) and Online DPO
+(`trl.experimental.online_dpo.OnlineDPOTrainer.training_step`). The RLOO and Online DPO sections are further down.
 
 How TRL's loss code is driven (not a re-typed copy of its formula):
   * a `GRPOTrainer` is created with `object.__new__` (no model, no dataset, no generation), and only the
@@ -156,3 +158,235 @@ def test_bad_input_is_refused(batch):
     with pytest.raises(ValueError, match="mask has shape"): grpo_loss(logps, old, adv, mask[:, :3])
     with pytest.raises(ValueError, match="needs ref_logprobs"): grpo_loss(logps, old, adv, mask, beta=0.1)
     with pytest.raises(ValueError, match="unknown aggregation"): grpo_loss(logps, old, adv, mask, loss_type="sum")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# RLOO: TRL's RLOOTrainer (trl/trainer/rloo_trainer.py in TRL 1.16) against rloo_advantages + the loss the
+# `arith-rloo` recipe uses (grpo_loss with loss_type="seq_mean_token_sum", KL as -kl_coef * sum_t k1 in the reward).
+#
+# TRL's own code runs unmodified on literal tensors:
+#   * advantages: `_generate_and_score_completions` with `_generate` (token ids of chosen lengths), `_calculate_rewards`
+#     (our reward vector) and `_get_per_token_logps_and_entropies` (our old / reference per-token log-probs) stubbed;
+#     everything after that (KL in the reward, leave-one-out baseline, optional whitening) is TRL's;
+#   * loss: `_compute_loss` with the per-token log-probs stub returning a leaf we differentiate.
+# Differences by design (chapter 06 has the table): TRL's ratio is per *sequence* (exp of the summed log-ratio) and
+# the loss is the mean over sequences; rlref clips per token and sums over tokens. With one update per batch (ratio 1)
+# the gradients are identical and the loss values differ by the length factor; off-policy they differ, and TRL's
+# loss is rlref's clipped_surrogate applied to sequence log-probs.
+# ---------------------------------------------------------------------------------------------------------------------
+from collections import deque  # noqa: E402
+from trl import RLOOConfig, RLOOTrainer  # noqa: E402
+from rlref.advantages import rloo_advantages  # noqa: E402
+
+G_RLOO = 4
+RLOO_LENGTHS = [7, 3, 5, 1, 6, 7, 2, 4]
+RLOO_REWARDS = torch.tensor([1., 0., 0., 1., 0.5, 0.2, 0.9, 0.])
+
+
+class _AccelRLOO(_Accel):
+    process_index = 0
+    device = torch.device("cpu")
+
+
+def make_rloo_trainer(beta=0.05, normalize_advantages=False, epsilon_high=None):
+    "An RLOOTrainer with only what `_generate_and_score_completions` and `_compute_loss` read, from a real RLOOConfig."
+    args = RLOOConfig(output_dir="/tmp/rlref_trl_parity", use_cpu=True, bf16=False, report_to="none", beta=beta,
+                      num_generations=G_RLOO, per_device_train_batch_size=B, max_completion_length=T, epsilon=0.2,
+                      epsilon_high=epsilon_high, normalize_advantages=normalize_advantages)
+    tr = object.__new__(RLOOTrainer)
+    tr.args, tr.accelerator = args, _AccelRLOO()
+    tr.model = SimpleNamespace(training=True, is_gradient_checkpointing=False)
+    tr.ref_model = SimpleNamespace(training=False, is_gradient_checkpointing=False)
+    tr.beta, tr.num_generations, tr.normalize_advantages = args.beta, args.num_generations, args.normalize_advantages
+    tr.epsilon_low = args.epsilon
+    tr.epsilon_high = args.epsilon_high if args.epsilon_high is not None else args.epsilon
+    tr.reward_weights, tr.reward_clip_range, tr.reward_func_names = torch.ones(1), args.reward_clip_range, ["r"]
+    tr.mask_truncated_completions, tr.pad_to_multiple_of = args.mask_truncated_completions, args.pad_to_multiple_of
+    tr._tokenizer = SimpleNamespace(pad_token_id=0)
+    tr.aux_loss_enabled, tr.log_multimodal = False, False
+    tr._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
+    tr._logs = {"prompt": deque(), "completion": deque(), "rewards": defaultdict(deque), "advantages": deque(),
+                "extra": defaultdict(deque)}
+    tr._pending_extra_logs, tr._pending_metrics = defaultdict(list), defaultdict(list)
+    return tr
+
+
+def trl_rloo_advantages(tr, rewards, old, ref, lengths=RLOO_LENGTHS):
+    "TRL's advantages (and its completion mask / summed old log-probs) from per-token old and reference log-probs."
+    tr._generate = lambda prompts: ([[1] * P for _ in prompts], [[5] * L for L in lengths], ["c"] * len(prompts))
+    tr._calculate_rewards = lambda inputs, prompts, completions, ids: rewards[:, None].clone()   # (B, 1 reward func)
+    tr._get_per_token_logps_and_entropies = lambda model, *a, **kw: (
+        (old if model is tr.model else ref).clone(), None, None)
+    return tr._generate_and_score_completions([{"prompt": "p"}] * len(lengths))
+
+
+def trl_rloo_loss(tr, logps, old_seq, adv, mask):
+    "TRL's RLOO `_compute_loss` with per-token log-probs `logps` (a leaf we differentiate)."
+    leaf = logps.detach().clone().requires_grad_()
+    tr._get_per_token_logps_and_entropies = lambda model, *a, **kw: (leaf, torch.zeros_like(leaf), None)
+    inputs = {"prompt_ids": torch.zeros(B, P, dtype=torch.long), "prompt_mask": torch.ones(B, P, dtype=torch.long),
+              "completion_ids": torch.zeros(B, T, dtype=torch.long), "completion_mask": mask,
+              "old_logps": old_seq, "advantages": adv}
+    loss = tr._compute_loss(tr.model, inputs)
+    loss.backward()
+    return loss.detach(), leaf.grad
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.05])
+def test_rloo_advantages_match_trl(batch, beta):
+    "KL in the reward (k1 summed over the completion, from the sampling policy's log-probs) + leave-one-out baseline."
+    logps, old, ref, adv, mask = batch
+    out = trl_rloo_advantages(make_rloo_trainer(beta=beta), RLOO_REWARDS, old, ref)
+    assert torch.equal(out["completion_mask"].float(), mask)                                      # same ragged lengths as the batch fixture
+    shaped = RLOO_REWARDS - beta * (kl_estimate(old, ref, "k1") * mask).sum(1)   # the trainer's kl_coef * sum_t k1
+    mine = rloo_advantages(shaped, G_RLOO)
+    assert (out["advantages"] - mine).abs().max() <= TOL, (out["advantages"], mine)
+    if beta: assert (mine - rloo_advantages(RLOO_REWARDS, G_RLOO)).abs().max() > 1e-3   # the KL term is not vacuous
+
+
+def test_rloo_normalize_advantages_is_a_batch_whitening(batch):
+    "TRL's optional `normalize_advantages` (off by default) whitens over the batch; rlref's RLOO never does."
+    logps, old, ref, adv, mask = batch
+    out = trl_rloo_advantages(make_rloo_trainer(beta=0.0, normalize_advantages=True), RLOO_REWARDS, old, ref)
+    a = rloo_advantages(RLOO_REWARDS, G_RLOO)
+    assert (out["advantages"] - (a - a.mean()) / (a.std() + 1e-4)).abs().max() <= TOL
+    assert (out["advantages"] - a).abs().max() > 1e-2
+
+
+@pytest.mark.parametrize("eps_high", [None, 0.28])
+def test_rloo_loss_on_policy_same_gradient(batch, eps_high):
+    "One update per batch (ratio 1): TRL's sequence-level loss and rlref's seq_mean_token_sum give the same gradient."
+    logps, old, ref, adv, mask = batch
+    tr = make_rloo_trainer(epsilon_high=eps_high)
+    l_trl, g_trl = trl_rloo_loss(tr, logps, (logps * mask).sum(1), adv, mask)
+    leaf = logps.detach().clone().requires_grad_()
+    l_me, _ = grpo_loss(leaf, leaf.detach(), adv, mask, loss_type="seq_mean_token_sum", eps_high=eps_high)
+    l_me.backward()
+    assert (g_trl - leaf.grad).abs().max() <= TOL
+    assert leaf.grad.abs().max() > 1e-3
+    # the values differ by design: TRL -mean(A_i), rlref -mean(A_i * L_i) (a sum of L_i ratios of 1)
+    assert abs(float(l_trl) - float(-adv.mean())) <= TOL
+    assert abs(l_me.item() - float(-(adv * mask.sum(1)).mean())) <= TOL
+
+
+@pytest.mark.parametrize("eps_high", [None, 0.28])
+def test_rloo_loss_off_policy_is_sequence_level(batch, eps_high):
+    "With stale old log-probs TRL clips the sequence ratio: rlref's clipped_surrogate on (B, 1) sequence log-probs."
+    logps, old, ref, adv, mask = batch
+    tr = make_rloo_trainer(epsilon_high=eps_high)
+    old_seq = (old * mask).sum(1)                                            # (B,)
+    l_trl, g_trl = trl_rloo_loss(tr, logps, old_seq, adv, mask)
+    leaf = logps.detach().clone().requires_grad_()
+    seq = clipped_surrogate((leaf * mask).sum(1, keepdim=True), old_seq[:, None], adv, 0.2, eps_high)   # (B, 1)
+    l_seq = aggregate_loss(seq, torch.ones_like(seq), "grpo")               # mean over sequences
+    l_seq.backward()
+    assert abs(float(l_trl) - l_seq.item()) <= TOL
+    assert (g_trl - leaf.grad).abs().max() <= TOL
+    assert g_trl.abs().max() > 1e-3                                          # some sequences are inside the clip
+    m = tr._metrics["train"]
+    assert m["clip_ratio/region_mean"][-1] > 0                               # the sequence clip is active here
+    # rlref's per-token clipping is a different objective off-policy
+    tok = logps.detach().clone().requires_grad_()
+    l_tok, _ = grpo_loss(tok, old, adv, mask, loss_type="seq_mean_token_sum", eps_high=eps_high)
+    l_tok.backward()
+    assert (tok.grad - g_trl).abs().max() > 1e-3
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Online DPO: TRL's OnlineDPOTrainer lives in trl.experimental.online_dpo in TRL 1.16 (no longer in `trl`).
+# Its `training_step` runs unmodified with `_generate` (completion ids and mask), `_forward` (per-token log-probs:
+# our leaf for the policy, constants for the reference) and `_calculate_rewards_from_functions` stubbed.
+# TRL pairs completion i with completion i + N (two halves of the batch); rlref.online_dpo_loss takes interleaved
+# pairs (2k, 2k+1). TRL keeps tied pairs (the first completion is "chosen") and averages over all pairs; rlref drops
+# ties and averages over the others.
+# ---------------------------------------------------------------------------------------------------------------------
+import os  # noqa: E402
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+from trl.experimental.online_dpo import OnlineDPOConfig, OnlineDPOTrainer  # noqa: E402
+from rlref.losses import dpo_loss, online_dpo_loss  # noqa: E402
+
+N_PAIRS = 4
+DPO_LENGTHS = torch.tensor([5, 2, 4, 1, 3, 5, 5, 2])
+
+
+class _AccelDPO:
+    num_processes, process_index, device = 1, 0, torch.device("cpu")
+    def gather_for_metrics(self, x): return x
+    def backward(self, loss, **kw): loss.backward()
+
+
+@pytest.fixture(scope="module")
+def dpo_batch():
+    g = torch.Generator().manual_seed(1)
+    lp = -torch.rand(2 * N_PAIRS, T, generator=g) * 3                         # (2N, T) policy log-probs
+    ref = lp + 0.3 * torch.randn(2 * N_PAIRS, T, generator=g)                 # (2N, T) reference log-probs
+    mask = (torch.arange(T)[None] < DPO_LENGTHS[:, None]).long()              # (2N, T)
+    return lp, ref, mask
+
+
+def trl_online_dpo(lp, ref, mask, rewards, loss_type="sigmoid", beta=0.1):
+    "TRL's OnlineDPOTrainer.training_step; rows i and i + N are the two completions of prompt i."
+    args = OnlineDPOConfig(output_dir="/tmp/rlref_trl_parity", use_cpu=True, bf16=False, report_to="none", beta=beta,
+                           loss_type=loss_type)
+    tr = object.__new__(OnlineDPOTrainer)
+    tr.args, tr._beta, tr.accelerator, tr.stats = args, args.beta, _AccelDPO(), defaultdict(list)
+    tr.state, tr.eos_token_ids, tr.reward_funcs = SimpleNamespace(global_step=0, epoch=0), [2], ["r"]
+    tr.ref_model = object()
+    tr.processing_class = SimpleNamespace(batch_decode=lambda ids, skip_special_tokens=True: ["c"] * len(ids))
+    n = lp.shape[0]
+    tr._generate = lambda model, prompts, images=None: (
+        torch.zeros(n, P, dtype=torch.long), torch.ones(n, P, dtype=torch.long), 5 * mask, mask, None)
+    leaf = lp.detach().clone().requires_grad_()
+    tr._forward = lambda model, *a, **k: ref.clone() if model is tr.ref_model else leaf
+    tr._calculate_rewards_from_functions = lambda prompts, completions, completion_ids_list, **kw: rewards.clone()
+    loss = tr.training_step(SimpleNamespace(train=lambda: None), {"prompt": ["p"] * (n // 2)})
+    return loss, leaf.grad, tr.stats
+
+
+def interleave(x):
+    "TRL's halves [a_0..a_{N-1}, b_0..b_{N-1}] -> rlref's pairs [a_0, b_0, a_1, b_1, ...]."
+    return torch.stack(x.chunk(2), 1).reshape(-1, *x.shape[1:])
+
+
+@pytest.mark.parametrize("loss_type", ["sigmoid", "ipo"])
+@pytest.mark.parametrize("beta", [0.1, 0.5])
+def test_online_dpo_matches_trl(dpo_batch, loss_type, beta):
+    lp, ref, mask = dpo_batch
+    rewards = torch.tensor([1., 0., .5, .2, 0., 1., .7, .9])                  # no ties: pair i = (i, i + 4)
+    l_trl, g_trl, stats = trl_online_dpo(lp, ref, mask, rewards, loss_type, beta)
+    m = mask.float()
+    leaf = interleave(lp).clone().requires_grad_()
+    l_me, ties = online_dpo_loss((leaf * interleave(m)).sum(1), (interleave(ref) * interleave(m)).sum(1),
+                                 interleave(rewards), beta=beta, kind=loss_type)
+    l_me.backward()
+    assert ties == 0
+    assert abs(float(l_trl) - l_me.item()) <= TOL, (l_trl, l_me)
+    assert (interleave(g_trl) - leaf.grad).abs().max() <= TOL
+    assert leaf.grad.abs().max() > 1e-3
+    # TRL's logged implicit rewards are dpo_loss's
+    seq, seq_ref = (lp * m).sum(1), (ref * m).sum(1)
+    w = rewards[:N_PAIRS] >= rewards[N_PAIRS:]                               # TRL: first half chosen when >=
+    ch = torch.where(w, torch.arange(N_PAIRS), torch.arange(N_PAIRS) + N_PAIRS)
+    rj = torch.where(w, torch.arange(N_PAIRS) + N_PAIRS, torch.arange(N_PAIRS))
+    _, r_ch, r_rj = dpo_loss(seq[ch], seq[rj], seq_ref[ch], seq_ref[rj], beta, loss_type)
+    assert abs(stats["rewards/chosen"][-1] - float(r_ch.mean())) <= TOL
+    assert abs(stats["rewards/rejected"][-1] - float(r_rj.mean())) <= TOL
+
+
+def test_online_dpo_ties_differ_by_design(dpo_batch):
+    "TRL keeps tied pairs (first completion chosen) in the mean; rlref drops them. Both reproduced from dpo_loss."
+    lp, ref, mask = dpo_batch
+    rewards = torch.tensor([1., .5, .5, .2, 0., .5, .5, .9])                  # pairs 1 and 2 are ties
+    l_trl, _, _ = trl_online_dpo(lp, ref, mask, rewards)
+    m = mask.float()
+    seq, seq_ref = (lp * m).sum(1), (ref * m).sum(1)
+    first, second = torch.arange(N_PAIRS), torch.arange(N_PAIRS) + N_PAIRS
+    w = rewards[first] >= rewards[second]
+    ch, rj = torch.where(w, first, second), torch.where(w, second, first)
+    per_pair, _, _ = dpo_loss(seq[ch], seq[rj], seq_ref[ch], seq_ref[rj], 0.1)
+    assert abs(float(l_trl) - float(per_pair.mean())) <= TOL                # TRL: all pairs, ties included
+    l_me, ties = online_dpo_loss(interleave(seq), interleave(seq_ref), interleave(rewards), beta=0.1)
+    tied = rewards[first] == rewards[second]
+    assert ties == 2
+    assert abs(float(l_me) - float(per_pair[~tied].mean())) <= TOL          # rlref: ties dropped
+    assert abs(float(l_me) - float(l_trl)) > 1e-3
