@@ -12,6 +12,15 @@ __all__ = ['ADVANTAGE_ESTIMATORS', 'group_advantages', 'rloo_advantages', 'reinf
            'dynamic_sampling_filter', 'compute_advantages']
 
 # %% ../nbs/05_advantages.ipynb #296208ad
+def _check_finite(x: torch.Tensor,  # (B,) rewards or (B, T) per-token rewards / values
+                  name: str = "rewards",  # its name, for the message
+                 ) -> torch.Tensor:
+    "Refuse nan/inf in one line naming the positions (1-D) or rows (2-D): a NaN would spread through any whitening."
+    bad = ~torch.isfinite(x)
+    if not bad.any(): return x
+    where = f"at positions {bad.nonzero().flatten().tolist()}" if x.dim() == 1 else f"in rows {bad.flatten(1).any(1).nonzero().flatten().tolist()}"
+    raise ValueError(f"{name} contain non-finite values (nan/inf) {where}")
+
 def _check_rewards(rewards: torch.Tensor,  # (B,) one scalar reward per completion
                    group_size: int | None = None,  # G samples per prompt, contiguous; None = no groups
                    min_group: int = 1,  # the smallest G this estimator accepts
@@ -19,14 +28,13 @@ def _check_rewards(rewards: torch.Tensor,  # (B,) one scalar reward per completi
     "Validate a reward vector (1-D, finite) and its group size; returns rewards as float."
     if not isinstance(rewards, torch.Tensor): rewards = torch.as_tensor(rewards)
     if rewards.dim() != 1: raise ValueError(f"rewards must be 1-D (B,), got shape {tuple(rewards.shape)}")
-    rewards = rewards.float() if not rewards.is_floating_point() else rewards
-    bad = ~torch.isfinite(rewards)
-    if bad.any(): raise ValueError(f"rewards contain non-finite values (nan/inf) at positions {bad.nonzero().flatten().tolist()}")
+    rewards = _check_finite(rewards.float() if not rewards.is_floating_point() else rewards)
     if group_size is not None:
         if not isinstance(group_size, int) or group_size < 1: raise ValueError(f"group_size must be a positive int, got {group_size!r}")
         if group_size < min_group: raise ValueError(f"group_size={group_size} is too small: a group estimator needs at least {min_group} samples per prompt")
         if rewards.numel() % group_size: raise ValueError(f"group_size={group_size} does not divide the batch of {rewards.numel()} rewards")
     return rewards
+
 
 # %% ../nbs/05_advantages.ipynb #e67a196d
 def group_advantages(rewards: torch.Tensor,  # (B,) scalar reward per completion, groups contiguous
@@ -67,7 +75,7 @@ def reinforce_pp_advantages(rewards: torch.Tensor,  # (B,) sequence reward
     if group_size is not None: rewards = rewards - rewards.view(-1, group_size).mean(1).repeat_interleave(group_size)
     last = (mask.sum(1).long() - 1).clamp(min=0)                                    # (B,) index of the last token
     r = torch.zeros_like(mask).scatter(1, last[:, None], rewards[:, None]) * mask   # (B, T) R on the last token
-    if token_rewards is not None: r = r + _check_mask(token_rewards, tuple(mask.shape), "token_rewards").to(r.dtype) * mask
+    if token_rewards is not None: r = r + _check_finite(_check_mask(token_rewards, tuple(mask.shape), "token_rewards"), "token_rewards").to(r.dtype) * mask
     ret = r.flip(1).cumsum(1).flip(1)                                               # (B, T) G_t = sum_{s>=t} r_s
     mean = masked_mean(ret, mask)
     std = masked_mean((ret - mean) ** 2, mask).sqrt()
@@ -81,7 +89,8 @@ def _check_mask(mask: torch.Tensor,  # the mask (or per-token tensor) to check
     "Check a per-token tensor's shape against `shape`; returns it."
     if not isinstance(mask, torch.Tensor): mask = torch.as_tensor(mask)
     ok = mask.dim() == len(shape) and all(s is None or s == m for s, m in zip(shape, mask.shape))
-    if not ok: raise ValueError(f"{name} has shape {tuple(mask.shape)}, expected {tuple('*' if s is None else s for s in shape)}")
+    want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+    if not ok: raise ValueError(f"{name} has shape {tuple(mask.shape)}, expected {want}")
     return mask
 
 # %% ../nbs/05_advantages.ipynb #ade1c641
@@ -92,9 +101,10 @@ def gae_advantages(token_rewards: torch.Tensor,  # (B, T) reward r_t per token (
                    lam: float = 0.95,  # GAE λ
                   ) -> tuple[torch.Tensor, torch.Tensor]:
     "Generalised advantage estimation; returns (advantages (B, T), returns (B, T)), zero on padding."
+    for k, v in (("gamma", gamma), ("lam", lam)):
+        if not 0 <= v <= 1: raise ValueError(f"{k} must be in [0, 1], got {v}")
     mask = _check_mask(mask, tuple(token_rewards.shape), "mask").to(token_rewards.dtype)
-    _check_mask(values, tuple(token_rewards.shape), "values")
-    if not (torch.isfinite(token_rewards).all() and torch.isfinite(values).all()): raise ValueError("token_rewards/values contain non-finite values")
+    _check_finite(token_rewards, "token_rewards"); _check_finite(_check_mask(values, tuple(token_rewards.shape), "values"), "values")
     B, T = token_rewards.shape
     adv, next_adv, next_v = torch.zeros_like(values), values.new_zeros(B), values.new_zeros(B)
     for t in reversed(range(T)):

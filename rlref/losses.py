@@ -29,10 +29,10 @@ def _check_mask(mask: torch.Tensor, like: torch.Tensor, name: str = "mask") -> t
     return mask.to(like.dtype)
 
 def _as_token_adv(advantages: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    "Broadcast (B,) sequence advantages to (B, 1); accept (B, T) as is."
+    "Broadcast (B,) sequence advantages to (B, 1); accept a (B, 1) column (the same thing) and (B, T) as is; refuse the rest."
     if advantages.dim() == 1 and advantages.shape[0] == like.shape[0]: return advantages[:, None]
-    if advantages.shape == like.shape: return advantages
-    raise ValueError(f"advantages must be (B,) or (B, T) = {tuple(like.shape)}, got {tuple(advantages.shape)}")
+    if advantages.shape == like.shape or tuple(advantages.shape) == (like.shape[0], 1): return advantages
+    raise ValueError(f"advantages must be (B,), (B, 1) or (B, T) = {tuple(like.shape)}, got {tuple(advantages.shape)}")
 
 # %% ../nbs/06_losses.ipynb #06730f7c
 def clip_fraction(ratio: torch.Tensor,  # (B, T) importance ratio pi_theta / pi_old
@@ -52,7 +52,7 @@ def clip_fraction(ratio: torch.Tensor,  # (B, T) importance ratio pi_theta / pi_
 # %% ../nbs/06_losses.ipynb #e122e305
 def clipped_surrogate(logprobs: torch.Tensor,  # (B, T) learner log pi_theta(o_t), differentiable
                       old_logprobs: torch.Tensor,  # (B, T) log pi_old(o_t), constants
-                      advantages: torch.Tensor,  # (B,) per completion or (B, T) per token
+                      advantages: torch.Tensor,  # (B,) per completion (a (B, 1) column is the same) or (B, T) per token
                       eps_low: float = 0.2,  # clip ratio below at 1 - eps_low
                       eps_high: float | None = None,  # clip ratio above at 1 + eps_high (None = eps_low; DAPO: 0.28)
                       dual_clip: float | None = None,  # c > 1: floor the objective at c*A for A < 0 (None = off)
@@ -79,11 +79,11 @@ AGGREGATION_MODES = ("grpo", "bnpo", "dapo", "dr_grpo", "seq_mean_token_sum")
 
 def aggregate_loss(per_token_loss: torch.Tensor,  # (B, T)
                    mask: torch.Tensor,  # (B, T) 1 on tokens that count
-                   mode: str = "dapo",  # one of AGGREGATION_MODES
+                   mode: str = "dapo",  # one of AGGREGATION_MODES ("bnpo" is TRL's local-batch token mean)
                    max_len: int | None = None,  # dr_grpo's constant L_max (None = T)
                    num_items_in_batch: int | float | torch.Tensor | None = None,  # dapo: tokens in the whole batch (None = this batch's)
                   ) -> torch.Tensor:
-    "Reduce a per-token loss to a scalar by GRPO, BNPO, DAPO, Dr. GRPO or seq-mean-token-sum aggregation."
+    "Reduce a per-token loss to a scalar by GRPO, TRL's `bnpo` (a token mean, not the BNPO paper's Beta normalisation), DAPO, Dr. GRPO or seq-mean-token-sum aggregation."
     m = _check_mask(mask, per_token_loss)
     lm = per_token_loss * m                                           # (B, T)
     if mode == "grpo": return (lm.sum(-1) / m.sum(-1).clamp(min=1.0)).mean()
@@ -147,6 +147,7 @@ def importance_weights(learner_logprobs: torch.Tensor,  # (B, T) log pi_theta (o
     m = _check_mask(mask, learner_logprobs).bool()
     if mode not in IS_MODES: raise ValueError(f"unknown importance-sampling mode {mode!r}; choose one of {IS_MODES}")
     if not clip_max > 0: raise ValueError(f"clip_max must be > 0, got {clip_max}")
+    if clip_min is not None and not clip_min <= clip_max: raise ValueError(f"clip_min={clip_min} must be <= clip_max={clip_max}")
     lr = torch.where(m, (learner_logprobs - sampler_logprobs).detach(), 0.0).clamp(-20, 20)   # (B, T) log w_t
     tok_w, keep = lr.exp(), m.clone()                                                          # (B, T)
     lo = -math.inf if clip_min is None else clip_min
@@ -171,7 +172,7 @@ def importance_weights(learner_logprobs: torch.Tensor,  # (B, T) log pi_theta (o
 # %% ../nbs/06_losses.ipynb #4e014273
 def grpo_loss(logprobs: torch.Tensor,  # (B, T) learner log-probs, differentiable
               old_logprobs: torch.Tensor,  # (B, T) log-probs of the policy that sampled (or logprobs.detach() when mu = 1)
-              advantages: torch.Tensor,  # (B,) or (B, T)
+              advantages: torch.Tensor,  # (B,) (or a (B, 1) column) or (B, T)
               mask: torch.Tensor,  # (B, T) completion mask
               loss_type: str = "dapo",  # aggregation: one of AGGREGATION_MODES
               eps_low: float = 0.2,  # lower clip
@@ -185,6 +186,7 @@ def grpo_loss(logprobs: torch.Tensor,  # (B, T) learner log-probs, differentiabl
               kl_ratio_correction: bool = False,  # multiply k3 by the ratio (DeepSeek-V3.2; TRL's use_bias_correction_kl)
              ) -> tuple[torch.Tensor, dict]:
     "GRPO-family loss: clipped surrogate x IS weights + beta*k3, aggregated; returns (loss, metrics)."
+    if not beta >= 0: raise ValueError(f"beta must be >= 0, got {beta}")
     m = _check_mask(mask, logprobs)
     per_tok, info = clipped_surrogate(logprobs, old_logprobs, advantages, eps_low, eps_high, dual_clip, mask=m, return_info=True)
     if is_weights is not None: per_tok = per_tok * _check_mask(is_weights, logprobs, "is_weights")
