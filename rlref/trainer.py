@@ -516,7 +516,7 @@ def loss(self: Trainer, mb: Rollout, n_tokens_in_minibatch: int, n_micro: float 
         for name, term in (fn(self, ctx) or {}).items():
             loss = loss + term * ctx.row_share; info[name] = term.item()
     info["approx_kl"] = float(approx_kl(logp.detach(), ctx.old_logprobs, m))
-    return loss, info
+    return loss, info | {"loss": loss.item()}
 
 # %% ../nbs/07_trainer.ipynb #704ef3e5
 @patch
@@ -576,8 +576,9 @@ def train_step(self: Trainer) -> dict:
     r = self._run_hooks("before_update", r)
     logs = self._update(r) if len(r) else {}
     if cfg.kl_every and (self.step + 1) % cfg.kl_every == 0 and len(r):
-        before = r.extras["old_logprobs"] if r.extras.get("old_logprobs") is not None else r.sampler_logprobs
-        logs["update_kl"] = approx_kl(self.logprobs(self.policy, r, T), before, r.completion_mask)  # how far this step moved the policy
+        old = r.extras.get("old_logprobs")                                       # else the sampler's, at the sampling temperature
+        before, Tk = (old, T) if old is not None else (r.sampler_logprobs, cfg.temperature)
+        logs["update_kl"] = approx_kl(self.logprobs(self.policy, r, Tk), before, r.completion_mask)  # how far this step moved the policy
     metrics = dict(step=self.step + 1) | raw | logs | dict(lr=self.sched.get_last_lr()[0], skipped_steps=self.skipped_steps)
     self.step += 1
     if cfg.eval_every and (self.step % cfg.eval_every == 0 or self.step == cfg.steps): metrics["eval_accuracy"] = self.evaluate()

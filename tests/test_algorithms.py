@@ -249,9 +249,9 @@ def test_reinforce_pp_baseline_whitens_after_the_filter():
     tr = _setup(algorithm="reinforce_pp", dynamic_sampling=True)
     tr.add_hook("after_rewards", _uniform_groups(2)[0])                 # half the groups are dropped, then refilled
     seen = []
-    tr.add_hook("after_advantages", lambda t, r: seen.append(masked_mean(r.advantages, r.completion_mask.float()).item()))
+    tr.add_hook("before_update", lambda t, r: seen.append((len(r), masked_mean(r.advantages, r.completion_mask.float()).item())))
     tr.train_step()
-    assert abs(seen[0]) < 1e-5                                          # whitened over the rows that are trained on
+    assert seen[0][0] == 16 and abs(seen[0][1]) < 1e-5                   # whitened over the rows that are trained on
 
 # ---------------------------------------------------------------- REINFORCE++ and Online DPO choices
 def test_reinforce_pp_variant_is_explicit():
