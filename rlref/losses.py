@@ -240,17 +240,20 @@ def online_dpo_loss(logps: torch.Tensor,  # (2P,) sequence log-probs of on-polic
                     rewards: torch.Tensor,  # (2P,) judge / reward-function scores
                     beta: float = 0.1,  # β
                     kind: str = "sigmoid",  # "sigmoid" or "ipo"
+                    ties: str = "drop",  # equal rewards: "drop" leaves the pair out of the mean; "first" keeps it, first sample chosen (TRL's OnlineDPOTrainer)
                    ) -> tuple[torch.Tensor, int]:
-    "Online DPO: order each on-policy pair by reward, DPO loss averaged over non-tied pairs; returns (loss, n_ties)."
+    "Online DPO: order each on-policy pair by reward, DPO loss averaged over the pairs (tied ones per `ties`); returns (loss, n_ties)."
+    if ties not in ("drop", "first"): raise ValueError(f"ties must be 'drop' or 'first', got {ties!r}")
     if logps.dim() != 1 or logps.numel() % 2 or logps.shape != ref_logps.shape or logps.shape != rewards.shape:
         raise ValueError(f"online DPO needs three (2P,) tensors of equal even length, got {tuple(logps.shape)}, {tuple(ref_logps.shape)}, {tuple(rewards.shape)}")
     if not torch.isfinite(rewards).all(): raise ValueError("rewards contain non-finite values")
     lp, rp, rw = logps.view(-1, 2), ref_logps.view(-1, 2), rewards.view(-1, 2)   # (P, 2)
     w = (rw[:, 1] > rw[:, 0]).long()                                   # (P,) index of the winner
-    idx = torch.arange(lp.shape[0])
+    idx = torch.arange(lp.shape[0], device=lp.device)
     losses, _, _ = dpo_loss(lp[idx, w], lp[idx, 1 - w], rp[idx, w], rp[idx, 1 - w], beta, kind)
-    valid = rw[:, 0] != rw[:, 1]
-    return (losses * valid).sum() / valid.sum().clamp(min=1), int((~valid).sum())
+    tied = rw[:, 0] == rw[:, 1]                                        # (P,) no preference
+    valid = ~tied if ties == "drop" else torch.ones_like(tied)
+    return (losses * valid).sum() / valid.sum().clamp(min=1), int(tied.sum())
 
 # %% ../nbs/06_losses.ipynb #54c5eebd
 def token_entropy(logits: torch.Tensor,  # (B, T, V) logits

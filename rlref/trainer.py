@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from fastcore.basics import patch
 from tqdm import tqdm
 from .core import seed_everything, rng_state, set_rng_state, get_device, masked_mean, JsonlLogger, read_jsonl, atomic_write
@@ -18,19 +19,157 @@ from .tasks import make_task, exact_match, TASKS
 from .rollout import Rollout, sample, completion_logprobs, batch_plan
 from .advantages import compute_advantages, gae_advantages, dynamic_sampling_filter
 from .losses import (grpo_loss, value_loss, online_dpo_loss, importance_weights, kl_estimate, approx_kl,
-                          zero_std_group_fraction, AGGREGATION_MODES, IS_MODES)
+                          zero_std_group_fraction, aggregate_loss, AGGREGATION_MODES, IS_MODES)
 
 # %% auto #0
-__all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'TrainConfig', 'recipe_config', 'Critic', 'lr_lambda',
-           'Trainer', 'find_checkpoint', 'plot_report']
+__all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'LossContext', 'Algorithm', 'register_algorithm',
+           'policy_gradient_loss', 'dpo_pairs', 'TrainConfig', 'recipe_config', 'Critic', 'lr_lambda', 'Trainer',
+           'soft_overlong_penalty', 'concat_rollouts', 'find_checkpoint', 'plot_report']
+
+# %% ../nbs/07_trainer.ipynb #a1f0c002
+@dataclass
+class LossContext:
+    "What the loss of one micro-batch sees; also the payload of `loss_terms` hooks (readable like a dict: ctx['mb'])."
+    mb: Rollout                     # the micro-batch (b rows)
+    logprobs: torch.Tensor          # (b, C) learner log-probs, differentiable
+    entropy: torch.Tensor | None    # (b, C) learner token entropies, differentiable
+    old_logprobs: torch.Tensor      # (b, C) log pi_old; logprobs.detach() when the rollout is used once, on-policy (ratio = 1)
+    minibatch_tokens: int           # completion tokens of the whole minibatch
+    n_micro: float                  # minibatch rows / micro-batch rows: this micro-batch holds 1/n_micro of the minibatch's rows
+    def __getitem__(self, k): return getattr(self, k)
+    @property
+    def row_share(self) -> float: return 1.0 / self.n_micro
+    @property
+    def token_share(self) -> float: return float(self.mb.completion_mask.sum()) / max(self.minibatch_tokens, 1)
+
+    def aggregate(self, per_token: torch.Tensor, loss_type: str, max_len: int | None = None) -> torch.Tensor:
+        "This micro-batch's exact share of the minibatch aggregate of a (b, C) per-token loss."
+        m = self.mb.completion_mask
+        if loss_type in ("dapo", "bnpo"): return (per_token * m).sum() / max(self.minibatch_tokens, 1)
+        return aggregate_loss(per_token, m, loss_type, max_len) * self.row_share
+
+@dataclass
+class Algorithm:
+    "One RL algorithm: what it needs from the loop, its defaults and config checks, its advantages and its loss."
+    name: str
+    advantages: Callable | None     # (trainer, r) -> None: set r.advantages (B,) or (B, C); None = no advantages (pairs)
+    loss: Callable                  # (trainer, ctx: LossContext) -> (loss, metrics): the micro-batch's share of the minibatch loss
+    default_loss_type: str | None = "dapo"  # aggregation when TrainConfig.loss_type is None (None: the loss aggregates by itself)
+    kl: tuple = ("beta",)           # KL knobs it uses: "beta" (k3 in the loss), "kl_coef" (k1 in the reward); others are refused
+    min_group: int = 1              # the smallest samples_per_prompt it accepts
+    needs_critic: bool = False      # a value model (trainer.critic), trained with the policy
+    needs_old_logprobs: bool = False  # always record log pi_old before the update (else: only when the rollout is reused)
+    needs_ref: Callable = lambda cfg: cfg.beta > 0 or cfg.kl_coef > 0  # (cfg) -> whether a frozen reference is built
+    pairs: bool = False             # trains on preference pairs (rows 2k, 2k+1), which minibatches keep together
+    prepare: Callable | None = None  # (trainer, r) -> r before the advantages (e.g. choose the pairs)
+    check: Callable | None = None   # (cfg) -> None: raise ValueError for a config this algorithm cannot run
+    temperature: Callable = lambda cfg: cfg.temperature  # (cfg) -> temperature of the learner's log-probs in the loss
+
+ALGORITHMS: dict[str, Algorithm] = {}
+
+def register_algorithm(algo: Algorithm, replace: bool = False) -> Algorithm:
+    "Add `algo` to ALGORITHMS (the registry TrainConfig and Trainer read); returns it."
+    if not isinstance(algo, Algorithm): raise TypeError(f"register_algorithm takes an Algorithm, got {type(algo).__name__}")
+    if not algo.name or not isinstance(algo.name, str): raise ValueError(f"an algorithm needs a non-empty name, got {algo.name!r}")
+    if algo.name in ALGORITHMS and not replace: raise ValueError(f"algorithm {algo.name!r} is already registered; pass replace=True to redefine it")
+    if algo.default_loss_type not in AGGREGATION_MODES + (None,): raise ValueError(f"unknown default_loss_type {algo.default_loss_type!r}; choose one of {AGGREGATION_MODES}")
+    if not set(algo.kl) <= {"beta", "kl_coef"}: raise ValueError(f"kl must name 'beta' and/or 'kl_coef', got {algo.kl!r}")
+    ALGORITHMS[algo.name] = algo
+    return algo
+
+# %% ../nbs/07_trainer.ipynb #a1f0c003
+def policy_gradient_loss(trainer, ctx: LossContext, advantages: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
+    "The clipped surrogate x IS weights (+ beta k3 KL to the reference) of one micro-batch, as its share of the minibatch loss."
+    cfg, mb = trainer.cfg, ctx.mb
+    ref_lp = trainer.logprobs(trainer.ref, mb) if cfg.beta else None
+    token_level = cfg.loss_type in ("dapo", "bnpo")      # token means over the minibatch: divide by its token count
+    loss, info = grpo_loss(ctx.logprobs, ctx.old_logprobs, mb.advantages if advantages is None else advantages, mb.completion_mask,
+                           loss_type="dapo" if token_level else cfg.loss_type, eps_low=cfg.eps_low, eps_high=cfg.eps_high,
+                           beta=cfg.beta, ref_logprobs=ref_lp, max_len=trainer.max_new_tokens,
+                           num_items_in_batch=ctx.minibatch_tokens if token_level else None, dual_clip=cfg.dual_clip,
+                           is_weights=mb.extras.get("is_weights"), kl_ratio_correction=cfg.kl_ratio_correction)
+    info.pop("loss")
+    return (loss if token_level else loss * ctx.row_share), info       # row means: weighted by the micro-batch's share of rows
+
+def _group_check(cfg):
+    if cfg.scale_rewards not in ("group", "batch", "none"): raise ValueError(f"scale_rewards must be 'group', 'batch' or 'none', got {cfg.scale_rewards!r}")
+
+def _grpo_advantages(tr, r):
+    r.advantages = compute_advantages("grpo", r.rewards, tr.cfg.samples_per_prompt, scale=tr.cfg.scale_rewards)  # (B,)
+
+def _rloo_advantages(tr, r):
+    rewards = r.rewards - tr.cfg.kl_coef * tr._seq_kl(r).sum(1) if tr.cfg.kl_coef else r.rewards  # k1 KL in the reward
+    r.advantages = compute_advantages("rloo", rewards, tr.cfg.samples_per_prompt)  # (B,)
+
+def _reinforce_pp_advantages(tr, r):
+    cfg = tr.cfg
+    tok_r = -cfg.kl_coef * tr._seq_kl(r) if cfg.kl_coef else None                   # (B, C) k1 KL per token in the reward
+    name = "reinforce_pp_baseline" if cfg.reinforce_pp_variant == "baseline" else "reinforce_pp"
+    r.advantages = compute_advantages(name, r.rewards, cfg.samples_per_prompt, r.completion_mask, token_rewards=tok_r)  # (B, C)
+
+def _reinforce_pp_check(cfg):
+    if cfg.reinforce_pp_variant not in ("baseline", "plain"): raise ValueError(f"reinforce_pp_variant must be 'baseline' or 'plain', got {cfg.reinforce_pp_variant!r}")
+    if cfg.reinforce_pp_variant == "baseline" and cfg.samples_per_prompt < 2:
+        raise ValueError("reinforce_pp_variant='baseline' subtracts the group-mean reward and needs samples_per_prompt >= 2; use 'plain' for one sample per prompt")
+
+def _ppo_advantages(tr, r):
+    cfg, m = tr.cfg, r.completion_mask
+    last = (m.cumsum(1) == m.sum(1, keepdim=True)) & (m > 0)              # (B, C) the final token
+    tok_r = last.float() * r.rewards[:, None]                             # (B, C)
+    if cfg.kl_coef: tok_r = tok_r - cfg.kl_coef * tr._seq_kl(r)
+    with torch.no_grad(): values = tr.critic(r)                           # (B, C)
+    adv, ret = gae_advantages(tok_r, values, m, gamma=cfg.gamma, lam=cfg.lam)
+    mu, sd = masked_mean(adv, m), masked_mean((adv - masked_mean(adv, m)) ** 2, m).sqrt()
+    r.advantages = (adv - mu) / (sd + 1e-8) * m                           # (B, C) whitened over the batch
+    r.extras["returns"], r.extras["old_values"] = ret, values
+
+def _ppo_loss(tr, ctx):
+    loss, info = policy_gradient_loss(tr, ctx)
+    mb, m = ctx.mb, ctx.mb.completion_mask
+    vl = value_loss(tr.critic(mb), mb.extras["old_values"], mb.extras["returns"], m, clip=tr.cfg.value_clip)  # token mean
+    info |= dict(policy_loss=loss.item(), value_loss=vl.item())
+    return loss + tr.cfg.vf_coef * vl * ctx.token_share, info           # token mean over the minibatch
+
+def dpo_pairs(tr, r: Rollout) -> Rollout:
+    "Online DPO: each group's best and worst sample as rows (2k, 2k+1); a group of equal rewards gives its first two samples."
+    G = tr.cfg.samples_per_prompt
+    rw = r.rewards.view(-1, G)                                            # (P, G)
+    hi, lo = rw.argmax(1), rw.argmin(1)                                   # (P,) each
+    tie = hi == lo                                                        # all equal: argmax = argmin = 0
+    hi, lo = torch.where(tie, 0, hi), torch.where(tie, 1, lo)
+    base = torch.arange(rw.shape[0], device=rw.device) * G
+    return r.select(torch.stack([base + hi, base + lo], 1).flatten())      # (2P,) rows
+
+def _online_dpo_loss(tr, ctx):
+    cfg, mb, m = tr.cfg, ctx.mb, ctx.mb.completion_mask
+    ref_lp = tr.logprobs(tr.ref, mb, temperature=cfg.dpo_temperature)
+    loss, ties = online_dpo_loss((ctx.logprobs * m).sum(1), (ref_lp * m).sum(1), mb.rewards, beta=cfg.dpo_beta, ties=cfg.dpo_ties)
+    return loss * ctx.row_share, {"dpo_ties": ties}
+
+def _online_dpo_check(cfg):
+    if cfg.loss_type is not None: raise ValueError(f"loss_type does not apply to online_dpo (it compares whole-sequence log-probs); leave it None, got {cfg.loss_type!r}")
+    if cfg.dpo_ties not in ("first", "drop"): raise ValueError(f"dpo_ties must be 'first' or 'drop', got {cfg.dpo_ties!r}")
+    for k in ("dynamic_sampling", "overlong_filter"):
+        if getattr(cfg, k): raise ValueError(f"{k} drops rows and would break online_dpo's preference pairs; set {k}=False")
+    for k in ("minibatch_size", "micro_batch_size"):
+        if getattr(cfg, k) is not None and getattr(cfg, k) % 2: raise ValueError(f"{k} must be even for online_dpo (rows are pairs), got {getattr(cfg, k)}")
+
+register_algorithm(Algorithm("grpo", _grpo_advantages, policy_gradient_loss, default_loss_type="dapo", min_group=2, check=_group_check))
+register_algorithm(Algorithm("rloo", _rloo_advantages, policy_gradient_loss, default_loss_type="seq_mean_token_sum", kl=("beta", "kl_coef"), min_group=2))
+register_algorithm(Algorithm("reinforce_pp", _reinforce_pp_advantages, policy_gradient_loss, kl=("beta", "kl_coef"), check=_reinforce_pp_check))
+register_algorithm(Algorithm("ppo", _ppo_advantages, _ppo_loss, kl=("beta", "kl_coef"), needs_critic=True, needs_old_logprobs=True))
+register_algorithm(Algorithm("online_dpo", None, _online_dpo_loss, default_loss_type=None, kl=(), min_group=2, needs_ref=lambda cfg: True,
+                             pairs=True, prepare=dpo_pairs, check=_online_dpo_check, temperature=lambda cfg: cfg.dpo_temperature))
 
 # %% ../nbs/07_trainer.ipynb #ef0d2478
-ALGORITHMS = ("grpo", "rloo", "reinforce_pp", "ppo", "online_dpo")
 LR_SCHEDULES = ("constant", "cosine", "linear")
+
+def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
+def _is_num(x) -> bool: return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 @dataclass
 class TrainConfig:
-    "Everything one RL run needs. Each field has one line of help; derived sizes come from `batch_plan`."
+    "Everything one RL run needs. Each field has one line of help; derived sizes come from `batch_plan`; every value is checked at construction."
     # -- what to train
     task: str = "arith"                  # task name (rlref.tasks.TASKS)
     task_kwargs: dict = field(default_factory=dict)  # passed to make_task (e.g. n_digits, n_train)
@@ -40,28 +179,37 @@ class TrainConfig:
     sft_steps: int = 2000                # SFT warm-start steps for a fresh model (0 = none; also the horizon of its LR decay)
     sft_lr: float = 1e-3                 # SFT learning rate (1e-3 leaves a less over-confident warm start than 3e-3, see below)
     sft_batch_size: int = 128            # SFT examples per step
-    sft_target: float | None = 0.55      # stop SFT early once held-out exact match reaches this (None = run all sft_steps)
+    sft_target: float | None = 0.55      # stop SFT early once held-out exact match reaches this, in (0, 1] (None = run all sft_steps)
     sft_eval_every: int = 10             # SFT steps between the held-out checks of sft_target
     lora_r: int = 0                      # LoRA rank (0 = full fine-tuning)
     # -- algorithm
-    algorithm: str = "grpo"              # one of ALGORITHMS
-    loss_type: str = "dapo"              # aggregation: grpo, dapo, bnpo, dr_grpo, seq_mean_token_sum
+    algorithm: str = "grpo"              # a name in ALGORITHMS
+    loss_type: str | None = None         # aggregation (rlref.losses.AGGREGATION_MODES); None = the algorithm's default_loss_type
     scale_rewards: str = "group"         # GRPO advantage scale: group, batch or none (= Dr. GRPO)
+    reinforce_pp_variant: str = "baseline"  # REINFORCE++: "baseline" subtracts the group-mean reward before whitening (the paper's REINFORCE++-baseline, for G > 1); "plain" whitens raw returns (the paper's REINFORCE++, e.g. G = 1)
     eps_low: float = 0.2                 # PPO clip below 1
     eps_high: float | None = None        # PPO clip above 1 (None = eps_low; DAPO clip-higher: 0.28)
     dual_clip: float | None = None       # dual-clip constant c > 1 (None = off)
     beta: float = 0.0                    # k3 KL-to-reference weight in the loss (GRPO style)
-    kl_coef: float = 0.0                 # k1 KL-to-reference weight in the reward (RLOO, REINFORCE++, PPO style)
+    kl_coef: float = 0.0                 # k1 KL-to-reference weight in the reward (RLOO, REINFORCE++, PPO style; not with beta)
+    kl_ratio_correction: bool = False    # multiply the k3 term by the ratio pi/pi_old (TRL's use_bias_correction_kl)
     entropy_coef: float = 0.0            # entropy bonus weight
-    dynamic_sampling: bool = False       # DAPO: drop groups whose rewards are all equal
+    dynamic_sampling: bool = False       # DAPO: drop groups whose rewards are all equal, then refill the batch
+    max_refill_rounds: int = 4           # dynamic sampling: extra rollouts to refill the batch with informative groups (0 = no refill)
+    overlong_filter: bool = False        # DAPO: leave truncated completions (no <eos> within max_new_tokens) out of the loss
+    overlong_buffer: int = 0             # DAPO soft overlong penalty L_cache in tokens (0 = off), see soft_overlong_penalty
     format_weight: float = 0.0           # weight of the format reward added to correctness
     gamma: float = 1.0                   # PPO discount
     lam: float = 0.95                    # PPO GAE lambda
     vf_coef: float = 0.1                 # PPO value-loss weight
-    value_clip: float = 0.2              # PPO value clip eps_v
+    value_clip: float | None = 0.2       # PPO value clip eps_v (None = plain squared error)
     dpo_beta: float = 0.1                # Online DPO beta
+    dpo_temperature: float = 1.0         # temperature of Online DPO's log-probs (TRL's OnlineDPOTrainer scores at 1, whatever the sampling temperature)
+    dpo_ties: str = "first"              # Online DPO pairs with equal rewards: "first" keeps them, first sample chosen (TRL); "drop" leaves them out
     is_correction: str = "none"          # sampler/learner mismatch correction (rlref.losses.IS_MODES)
     is_clip: float = 2.0                 # threshold C of the IS correction
+    is_clip_min: float | None = None     # *_mis modes: also mask weights below this (None = no lower bound)
+    is_veto: float | None = None         # mask a whole sequence if any token weight is below this, e.g. 1e-4 (None = off)
     # -- batch
     prompts_per_step: int = 64           # distinct prompts per rollout
     samples_per_prompt: int = 8          # completions per prompt (group size G)
@@ -70,6 +218,8 @@ class TrainConfig:
     num_iterations: int = 1              # mu: passes over each rollout
     max_new_tokens: int | None = None    # completion budget (None = the task's)
     temperature: float = 0.7             # sampling temperature (the learner scores at the same temperature)
+    top_k: int = 0                       # sampler top-k (0 = off); the learner replays the same truncation
+    top_p: float = 1.0                   # sampler nucleus mass (1 = off); the learner replays the same truncation
     # -- optimisation
     steps: int = 400                     # RL steps (rollouts)
     lr: float = 3e-4                     # AdamW learning rate
@@ -77,9 +227,9 @@ class TrainConfig:
     lr_schedule: str = "constant"        # after warm-up: constant, or cosine / linear decay to 0 at the end of the run
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0           # gradient clipping
-    max_bad_steps: int = 3               # stop after this many consecutive non-finite steps
+    max_bad_steps: int = 3               # stop after this many consecutive non-finite optimizer steps
     # -- bookkeeping
-    seed: int = 0
+    seed: int = 0                        # in [0, 2**31)
     eval_every: int = 50                 # steps between held-out evaluations (and at the first and last step)
     kl_every: int = 10                   # steps between measurements of KL(pi_before || pi_after) of one update (a no-grad forward; 0 = never)
     eval_limit: int = 500                # held-out prompts per evaluation
@@ -88,24 +238,58 @@ class TrainConfig:
     out: str | None = None               # run directory (None = nothing written)
     progress: bool = True                # tqdm bar
 
-    def __post_init__(self): self.validate()
+    def __post_init__(self):
+        if self.loss_type is None and self.algorithm in ALGORITHMS: self.loss_type = ALGORITHMS[self.algorithm].default_loss_type
+        self.validate()
 
     def validate(self):
-        "Raise one clear error for the first invalid field."
-        if self.algorithm not in ALGORITHMS: raise ValueError(f"unknown algorithm {self.algorithm!r}; choose one of {ALGORITHMS}")
-        if self.task not in TASKS: raise ValueError(f"unknown task {self.task!r}; choose one of {sorted(TASKS)}")
-        if self.model is None and self.size not in MODEL_PRESETS: raise ValueError(f"unknown model preset {self.size!r}; choose one of {sorted(MODEL_PRESETS)}")
-        if self.lr_schedule not in LR_SCHEDULES: raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; choose one of {LR_SCHEDULES}")
-        if self.loss_type not in AGGREGATION_MODES: raise ValueError(f"unknown loss_type {self.loss_type!r}; choose one of {AGGREGATION_MODES}")
-        if self.is_correction not in IS_MODES: raise ValueError(f"unknown is_correction {self.is_correction!r}; choose one of {IS_MODES}")
-        for k in ("steps", "sft_steps", "eval_every", "kl_every", "checkpoint_every", "lora_r"):
-            if getattr(self, k) < 0: raise ValueError(f"{k} must be >= 0, got {getattr(self, k)}")
-        for k in ("lr", "temperature", "eps_low"):
-            if not getattr(self, k) > 0: raise ValueError(f"{k} must be > 0, got {getattr(self, k)}")
-        if self.sft_steps and not self.sft_lr > 0: raise ValueError(f"sft_lr must be > 0, got {self.sft_lr}")
-        if self.algorithm == "online_dpo" and self.samples_per_prompt < 2: raise ValueError("online_dpo needs samples_per_prompt >= 2")
-        if self.algorithm in ("grpo", "rloo") and self.samples_per_prompt < 2:
-            raise ValueError(f"{self.algorithm} is a group estimator and needs samples_per_prompt >= 2, got {self.samples_per_prompt}")
+        "Raise one clear ValueError, naming the field, for the first invalid value."
+        def need(ok, k, what):
+            if not ok: raise ValueError(f"{k} must be {what}, got {getattr(self, k)!r}")
+        def choose(k, options, what=None):
+            if getattr(self, k) not in options: raise ValueError(f"unknown {what or k} {getattr(self, k)!r}; choose one of {tuple(options)}")
+        choose("algorithm", ALGORITHMS); choose("task", sorted(TASKS))
+        if self.model is None: choose("size", sorted(MODEL_PRESETS), "model preset")
+        choose("lr_schedule", LR_SCHEDULES); choose("is_correction", IS_MODES); choose("scale_rewards", ("group", "batch", "none"))
+        if self.loss_type is not None: choose("loss_type", AGGREGATION_MODES)
+        need(isinstance(self.task_kwargs, dict), "task_kwargs", "a dict")
+        for k in ("steps", "sft_steps", "eval_every", "kl_every", "checkpoint_every", "lora_r", "warmup_steps", "top_k", "max_refill_rounds",
+                  "overlong_buffer", "prompts_per_step", "samples_per_prompt", "num_iterations", "keep_checkpoints", "max_bad_steps",
+                  "eval_limit", "sft_batch_size", "sft_eval_every", "max_len", "seed"):
+            need(_is_int(getattr(self, k)), k, "an int")
+            need(getattr(self, k) >= 0, k, ">= 0")
+        for k in ("prompts_per_step", "samples_per_prompt", "num_iterations", "keep_checkpoints", "max_bad_steps", "eval_limit",
+                  "sft_batch_size", "sft_eval_every", "max_len"):
+            need(getattr(self, k) >= 1, k, ">= 1")
+        for k in ("max_new_tokens", "minibatch_size", "micro_batch_size"):
+            need(getattr(self, k) is None or (_is_int(getattr(self, k)) and getattr(self, k) >= 1), k, "an int >= 1 or None")
+        need(self.seed < 2 ** 31, "seed", "< 2**31")
+        for k in ("lr", "temperature", "eps_low", "is_clip", "dpo_beta", "dpo_temperature"):
+            need(_is_num(getattr(self, k)) and getattr(self, k) > 0, k, "> 0 and finite")
+        for k in ("beta", "kl_coef", "weight_decay", "vf_coef"):
+            need(_is_num(getattr(self, k)) and getattr(self, k) >= 0, k, ">= 0 and finite")
+        for k in ("entropy_coef", "format_weight"): need(_is_num(getattr(self, k)), k, "finite")
+        for k in ("gamma", "lam"): need(_is_num(getattr(self, k)) and 0 <= getattr(self, k) <= 1, k, "in [0, 1]")
+        need(not math.isnan(self.max_grad_norm) and self.max_grad_norm > 0, "max_grad_norm", "> 0")
+        need(self.eps_high is None or (_is_num(self.eps_high) and self.eps_high > 0), "eps_high", "> 0 and finite, or None")
+        need(self.dual_clip is None or (_is_num(self.dual_clip) and self.dual_clip > 1), "dual_clip", "> 1, or None")
+        need(self.value_clip is None or (_is_num(self.value_clip) and self.value_clip > 0), "value_clip", "> 0, or None")
+        need(self.sft_target is None or (_is_num(self.sft_target) and 0 < self.sft_target <= 1), "sft_target", "in (0, 1], or None")
+        if self.sft_steps: need(_is_num(self.sft_lr) and self.sft_lr > 0, "sft_lr", "> 0 and finite")
+        need(_is_num(self.top_p) and 0 < self.top_p <= 1, "top_p", "in (0, 1]")
+        need(self.is_clip_min is None or (_is_num(self.is_clip_min) and 0 <= self.is_clip_min < self.is_clip), "is_clip_min", "in [0, is_clip), or None")
+        need(self.is_veto is None or (_is_num(self.is_veto) and 0 < self.is_veto < 1), "is_veto", "in (0, 1), or None")
+        if self.max_new_tokens is not None: need(self.overlong_buffer <= self.max_new_tokens, "overlong_buffer", f"<= max_new_tokens ({self.max_new_tokens})")
+        algo = ALGORITHMS[self.algorithm]
+        for k in ("beta", "kl_coef"):
+            if getattr(self, k) and k not in algo.kl:
+                raise ValueError(f"{k} is not used by {self.algorithm}" + (f"; its KL term is {' or '.join(algo.kl)}" if algo.kl else "") + f" (set {k}=0)")
+        if self.beta and self.kl_coef: raise ValueError("set beta (k3 KL in the loss) or kl_coef (k1 KL in the reward), not both")
+        if self.samples_per_prompt < algo.min_group:
+            raise ValueError(f"{self.algorithm} is a group estimator and needs samples_per_prompt >= {algo.min_group}, got {self.samples_per_prompt}")
+        if self.dynamic_sampling and self.samples_per_prompt < 2: raise ValueError("dynamic_sampling drops groups of equal rewards and needs samples_per_prompt >= 2")
+        if algo.check is not None: algo.check(self)
+        if algo.default_loss_type is not None and self.loss_type is None: raise ValueError(f"loss_type must be one of {AGGREGATION_MODES} for {self.algorithm}")
         self.plan()
 
     def plan(self) -> dict:
@@ -122,8 +306,9 @@ RECIPES = {
     "arith-grpo":         dict(),
     "arith-dr_grpo":      dict(loss_type="dr_grpo", scale_rewards="none"),
     "arith-grpo-seqmean": dict(loss_type="grpo"),
+    "arith-dapo":         dict(eps_high=0.28, dynamic_sampling=True, loss_type="dapo", max_new_tokens=8, overlong_buffer=3),
     "arith-rloo":         dict(algorithm="rloo", loss_type="seq_mean_token_sum"),
-    "arith-reinforce_pp": dict(algorithm="reinforce_pp"),
+    "arith-reinforce_pp": dict(algorithm="reinforce_pp", reinforce_pp_variant="baseline"),
     "arith-ppo":          dict(algorithm="ppo", num_iterations=2, minibatch_size=128, lr=1e-4),
     "arith-online_dpo":   dict(algorithm="online_dpo", samples_per_prompt=2, prompts_per_step=64, lr=5e-5),
     "arith-grpo-lora":    dict(lora_r=8, lr=2e-3),
@@ -168,14 +353,17 @@ class Trainer:
     "The RL loop shared by every method; research chapters plug in through `add_hook` and config fields."
     def __init__(self, cfg: TrainConfig, policy, tokenizer, task, sft_accuracy: float | None = None):
         self.cfg, self.policy, self.tok, self.task = cfg, policy, tokenizer, task
+        self.algorithm = ALGORITHMS[cfg.algorithm]   # what this run's algorithm needs and does (see register_algorithm)
         self.device = next(policy.parameters()).device
         self.max_new_tokens = cfg.max_new_tokens or task.max_new_tokens
+        if cfg.overlong_buffer > self.max_new_tokens:
+            raise ValueError(f"overlong_buffer must be <= max_new_tokens ({self.max_new_tokens}), got {cfg.overlong_buffer}")
         self.sft_accuracy, self.step, self.bad_steps, self.skipped_steps = sft_accuracy, 0, 0, 0
         self.hooks = {k: [] for k in HOOK_POINTS}
+        self.hooks_need_old_logprobs = False       # set by add_hook(..., needs_old_logprobs=True)
         self.kv_policy = None                      # a rlref.kvcache policy compresses the sampler's cache
-        needs_ref = cfg.beta > 0 or cfg.kl_coef > 0 or cfg.algorithm == "online_dpo"
-        self.ref = copy.deepcopy(policy).eval().requires_grad_(False) if needs_ref else None
-        self.critic = Critic(policy).to(self.device) if cfg.algorithm == "ppo" else None
+        self.ref = copy.deepcopy(policy).eval().requires_grad_(False) if self.algorithm.needs_ref(cfg) else None
+        self.critic = Critic(policy).to(self.device) if self.algorithm.needs_critic else None
         params = [p for p in policy.parameters() if p.requires_grad] + (list(self.critic.parameters()) if self.critic else [])
         self.opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(cfg))
@@ -183,9 +371,13 @@ class Trainer:
         self.gens["sampler"] = torch.Generator(device=self.device).manual_seed(cfg.seed * 1000 + 2)
         self.out = Path(cfg.out) if cfg.out else None
 
-    def add_hook(self, point: str, fn: Callable):
-        "Call `fn(trainer, x)` at `point`; if it returns something other than None, that replaces x (`loss_terms`: a dict of scalar losses to add)."
+    def add_hook(self, point: str, fn: Callable, needs_old_logprobs: bool | None = None):
+        """Call `fn(trainer, x)` at `point`; a non-None return replaces x (`loss_terms`: gets a LossContext, returns a dict of scalar
+        losses to add). A hook that reads `r.extras['old_logprobs']` says so (`needs_old_logprobs=True`, or an attribute of that name
+        on `fn`): only then is that no-grad forward run for a rollout used once on-policy, where the entry is otherwise None."""
         if point not in HOOK_POINTS: raise ValueError(f"unknown hook point {point!r}; choose one of {HOOK_POINTS}")
+        if needs_old_logprobs is None: needs_old_logprobs = bool(getattr(fn, "needs_old_logprobs", False))
+        self.hooks_need_old_logprobs |= needs_old_logprobs
         self.hooks[point].append(fn); return self
 
     def _run_hooks(self, point, x):
@@ -231,136 +423,162 @@ def evaluate(self: Trainer) -> float:
     return exact_match(self.policy, self.tok, self.task.test, self.task.reward_fn, max_new_tokens=self.max_new_tokens,
                        limit=self.cfg.eval_limit)
 
+# %% ../nbs/07_trainer.ipynb #a1f0c005
+def soft_overlong_penalty(lengths: torch.Tensor,  # (B,) completion lengths in tokens
+                          max_len: int,  # L_max: the completion budget (max_new_tokens)
+                          buffer: int,  # L_cache: the length of the ramp before L_max
+                         ) -> torch.Tensor:
+    "DAPO's soft overlong punishment (arXiv 2503.14476, Eq. 13), (B,): 0 up to L_max - L_cache tokens, a linear ramp down to -1 at L_max, -1 beyond."
+    if not 0 < buffer <= max_len: raise ValueError(f"buffer (L_cache) must be in (0, max_len={max_len}], got {buffer}")
+    L, start = lengths.float(), max_len - buffer
+    return torch.where(L <= start, 0.0, torch.where(L <= max_len, (start - L) / buffer, -1.0))  # (B,)
+
 # %% ../nbs/07_trainer.ipynb #67d72e0b
 @patch
 def rollout(self: Trainer) -> Rollout:
-    "Sample one step's completions and attach rewards (correctness + format_weight * format)."
+    "Sample one rollout's completions and attach rewards: correctness + format_weight * format (+ the soft overlong penalty)."
     cfg, n = self.cfg, self.cfg.samples_per_prompt
     idx = torch.randint(len(self.task.train), (cfg.prompts_per_step,), generator=self.gens["prompts"]).tolist()
     rows = self.task.train.select(idx)
-    r = sample(self.policy, self.tok, list(rows["prompt"]), n=n, max_new_tokens=self.max_new_tokens,
-               temperature=cfg.temperature, kv_policy=self.kv_policy, generator=self.gens["sampler"])
+    r = sample(self.policy, self.tok, list(rows["prompt"]), n=n, max_new_tokens=self.max_new_tokens, temperature=cfg.temperature,
+               top_k=cfg.top_k, top_p=cfg.top_p, kv_policy=self.kv_policy, generator=self.gens["sampler"])
     cols = {c: [v for v in rows[c] for _ in range(n)] for c in rows.column_names if c != "prompt"}
-    rewards = torch.tensor(self.task.reward_fn(r.prompts, r.completions, **cols), dtype=torch.float32)
+    correct = torch.tensor(self.task.reward_fn(r.prompts, r.completions, **cols), dtype=torch.float32)  # (B,) one call: rewards can be costly
+    rewards = correct.clone()
     if cfg.format_weight: rewards = rewards + cfg.format_weight * torch.tensor(self.task.format_reward_fn(r.prompts, r.completions, **cols))
-    r.rewards = rewards.to(self.device)
-    r.extras["correct"] = torch.tensor(self.task.reward_fn(r.prompts, r.completions, **cols), device=self.device)
+    if cfg.overlong_buffer:
+        r.extras["overlong_penalty"] = soft_overlong_penalty(r.lengths, self.max_new_tokens, cfg.overlong_buffer).to(self.device)
+        rewards = rewards.to(self.device) + r.extras["overlong_penalty"]
+    r.rewards, r.extras["correct"] = rewards.to(self.device), correct.to(self.device)
     return r
+
+def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
+    "The rows of several rollouts as one: prompts re-left-padded and completions re-right-padded to the widest, groups renumbered."
+    P, C = max(p.prompt_ids.shape[1] for p in parts), max(p.completion_ids.shape[1] for p in parts)
+    lpad = lambda x, w, v: F.pad(x, (w - x.shape[1], 0), value=v)
+    rpad = lambda x, w, v: F.pad(x, (0, w - x.shape[1]), value=v)
+    cat = lambda k, f=lambda x: x: torch.cat([f(getattr(p, k)) for p in parts])
+    groups, off = [], 0
+    for p in parts:
+        g = torch.unique_consecutive(p.group, return_inverse=True)[1] + off   # (b,) 0.. within the part, then offset
+        groups.append(g); off = int(g.max()) + 1 if len(g) else off
+    extras = {}
+    for k, v in parts[0].extras.items():
+        vs = [p.extras.get(k) for p in parts]
+        if isinstance(v, torch.Tensor) and v.dim() > 0 and all(isinstance(x, torch.Tensor) and x.shape[1:] == v.shape[1:] and x.shape[0] == len(p) for x, p in zip(vs, parts)):
+            extras[k] = torch.cat(vs)
+        elif isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == len(parts[0]):
+            raise ValueError(f"cannot concatenate rollouts: extras[{k!r}] has a different per-row shape in each part")
+        else: extras[k] = v                                                # e.g. the sampler's stats: the first rollout's
+    return Rollout(prompt_ids=cat("prompt_ids", lambda x: lpad(x, P, pad_id)), prompt_mask=cat("prompt_mask", lambda x: lpad(x, P, 0)),
+                   completion_ids=cat("completion_ids", lambda x: rpad(x, C, pad_id)), completion_mask=cat("completion_mask", lambda x: rpad(x, C, 0)),
+                   sampler_logprobs=cat("sampler_logprobs", lambda x: rpad(x, C, 0.0)), group=torch.cat(groups), lengths=cat("lengths"),
+                   truncated=cat("truncated"), prompts=[s for p in parts for s in p.prompts], completions=[s for p in parts for s in p.completions],
+                   rewards=cat("rewards") if all(p.rewards is not None for p in parts) else None, extras=extras)
 
 # %% ../nbs/07_trainer.ipynb #5cfdfd30
 @patch
-def _seq_kl(self: Trainer, r: Rollout, logp: torch.Tensor) -> torch.Tensor:
-    "Per-token k1 KL (B, C) of the sampled tokens between the current policy and the reference."
-    with torch.no_grad():
-        ref_lp, _ = completion_logprobs(self.ref, r, self.cfg.temperature, with_entropy=False)
-    return kl_estimate(logp, ref_lp, "k1") * r.completion_mask
+def logprobs(self: Trainer, model, r: Rollout, temperature: float | None = None, with_entropy: bool = False,
+             attention_mask_4d: torch.Tensor | None = None, grad: bool = False):
+    "Per-token log-probs (B, C) of r's completions under `model` (and entropies when asked); the policy replays the sampler's top-k/top-p."
+    trunc = dict(top_k=self.cfg.top_k, top_p=self.cfg.top_p) if model is self.policy else {}
+    with torch.set_grad_enabled(grad):
+        lp, ent = completion_logprobs(model, r, self.cfg.temperature if temperature is None else temperature, with_entropy=with_entropy,
+                                      attention_mask_4d=attention_mask_4d, **trunc)
+    return (lp, ent) if with_entropy else lp
 
 @patch
-def advantages(self: Trainer, r: Rollout, old_logp: torch.Tensor) -> Rollout:
-    "Attach advantages (B,) or (B, C) for the configured algorithm (and PPO's returns/values)."
-    cfg, G, m = self.cfg, self.cfg.samples_per_prompt, r.completion_mask
-    if cfg.algorithm == "online_dpo": return r
-    rewards = r.rewards
-    if cfg.algorithm == "grpo":
-        r.advantages = compute_advantages("grpo" if cfg.scale_rewards != "none" else "dr_grpo", rewards, G,
-                                          **({"scale": cfg.scale_rewards} if cfg.scale_rewards != "none" else {}))
-    elif cfg.algorithm == "rloo":
-        if cfg.kl_coef: rewards = rewards - cfg.kl_coef * self._seq_kl(r, old_logp).sum(1)
-        r.advantages = compute_advantages("rloo", rewards, G)
-    elif cfg.algorithm == "reinforce_pp":
-        tok_r = None
-        if cfg.kl_coef: tok_r = -cfg.kl_coef * self._seq_kl(r, old_logp)
-        name = "reinforce_pp_baseline" if G > 1 else "reinforce_pp"
-        r.advantages = compute_advantages(name, rewards, G, m, token_rewards=tok_r)
-    elif cfg.algorithm == "ppo":
-        last = (m.cumsum(1) == m.sum(1, keepdim=True)) & (m > 0)              # (B, C) the final token
-        tok_r = last.float() * rewards[:, None]                               # (B, C)
-        if cfg.kl_coef: tok_r = tok_r - cfg.kl_coef * self._seq_kl(r, old_logp)
-        with torch.no_grad(): values = self.critic(r)                         # (B, C)
-        adv, ret = gae_advantages(tok_r, values, m, gamma=cfg.gamma, lam=cfg.lam)
-        mu, sd = masked_mean(adv, m), masked_mean((adv - masked_mean(adv, m)) ** 2, m).sqrt()
-        r.advantages = (adv - mu) / (sd + 1e-8) * m
-        r.extras["returns"], r.extras["old_values"] = ret, values
+def _seq_kl(self: Trainer, r: Rollout, logp: torch.Tensor | None = None) -> torch.Tensor:
+    "Per-token k1 KL (B, C) of the sampled tokens between the policy before the update (`logp`, default r.extras['old_logprobs']) and the reference."
+    logp = r.extras["old_logprobs"] if logp is None else logp
+    return kl_estimate(logp, self.logprobs(self.ref, r), "k1") * r.completion_mask
+
+@patch
+def advantages(self: Trainer, r: Rollout, old_logp: torch.Tensor | None = None) -> Rollout:
+    "Attach the algorithm's advantages (B,) or (B, C) (and what its loss needs, e.g. PPO's returns/values)."
+    if old_logp is not None: r.extras["old_logprobs"] = old_logp
+    if self.algorithm.advantages is not None: self.algorithm.advantages(self, r)
     return r
 
 # %% ../nbs/07_trainer.ipynb #7f924b33
 @patch
-def loss(self: Trainer, mb: Rollout, n_tokens_in_minibatch: int, n_micro: int) -> tuple[torch.Tensor, dict]:
-    "Loss of one micro-batch (already divided for gradient accumulation) and its metrics."
+def loss(self: Trainer, mb: Rollout, n_tokens_in_minibatch: int, n_micro: float = 1) -> tuple[torch.Tensor, dict]:
+    "Loss of one micro-batch as its share of the minibatch loss (`n_micro` = minibatch rows / micro-batch rows), and its metrics."
     cfg, m = self.cfg, mb.completion_mask
-    logp, ent = completion_logprobs(self.policy, mb, cfg.temperature, attention_mask_4d=mb.extras.get("attention_mask_4d"))
-    metrics = {"entropy": masked_mean(ent.detach(), m).item()}
-    if cfg.algorithm == "online_dpo":
-        with torch.no_grad(): ref_lp, _ = completion_logprobs(self.ref, mb, cfg.temperature, with_entropy=False)
-        loss, ties = online_dpo_loss((logp * m).sum(1), (ref_lp * m).sum(1), mb.rewards, beta=cfg.dpo_beta)
-        return loss / n_micro, metrics | {"loss": loss.item(), "dpo_ties": ties}
-    ref_lp = None
-    if cfg.beta:
-        with torch.no_grad(): ref_lp, _ = completion_logprobs(self.ref, mb, cfg.temperature, with_entropy=False)
-    old = mb.extras["old_logprobs"] if mb.extras.get("old_logprobs") is not None else logp.detach()  # on-policy: ratio is exactly 1
-    loss, info = grpo_loss(logp, old, mb.advantages, m, loss_type=cfg.loss_type,
-                           eps_low=cfg.eps_low, eps_high=cfg.eps_high, beta=cfg.beta, ref_logprobs=ref_lp,
-                           max_len=self.max_new_tokens, num_items_in_batch=n_tokens_in_minibatch,
-                           dual_clip=cfg.dual_clip, is_weights=mb.extras.get("is_weights"))
-    # dapo normalises by the whole minibatch's tokens already; the others are means over a micro-batch
-    loss = loss if cfg.loss_type == "dapo" else loss / n_micro
-    if cfg.entropy_coef: loss = loss - cfg.entropy_coef * masked_mean(ent, m) / n_micro
-    if cfg.algorithm == "ppo":
-        vl = value_loss(self.critic(mb), mb.extras["old_values"], mb.extras["returns"], m, clip=cfg.value_clip)
-        loss = loss + cfg.vf_coef * vl / n_micro; info["value_loss"] = vl.item()
+    logp, ent = self.logprobs(self.policy, mb, self.algorithm.temperature(cfg), with_entropy=True,
+                              attention_mask_4d=mb.extras.get("attention_mask_4d"), grad=True)    # (b, C) each
+    old = mb.extras.get("old_logprobs")
+    ctx = LossContext(mb, logp, ent, logp.detach() if old is None else old, n_tokens_in_minibatch, n_micro)  # on-policy: ratio is 1
+    loss, info = self.algorithm.loss(self, ctx)
+    info = {"entropy": masked_mean(ent.detach(), m).item(), "policy_loss": loss.item()} | info
+    if cfg.entropy_coef: loss = loss - cfg.entropy_coef * (ent * m).sum() / max(n_tokens_in_minibatch, 1)
     for fn in self.hooks["loss_terms"]:      # extra terms from a chapter, e.g. a KL to a shadow-masked forward
-        for name, term in (fn(self, dict(mb=mb, logprobs=logp, entropy=ent)) or {}).items():
-            loss = loss + term / n_micro; info[name] = term.item()
-    info["approx_kl"] = float(approx_kl(logp.detach(), old, m))
-    return loss, metrics | info
+        for name, term in (fn(self, ctx) or {}).items():
+            loss = loss + term * ctx.row_share; info[name] = term.item()
+    info["approx_kl"] = float(approx_kl(logp.detach(), ctx.old_logprobs, m))
+    return loss, info | {"loss": loss.item()}
 
 # %% ../nbs/07_trainer.ipynb #704ef3e5
 @patch
-def _pairs_for_dpo(self: Trainer, r: Rollout) -> Rollout:
-    "Online DPO: each group's best and worst sample, interleaved as (2k, 2k+1) pairs."
-    G = self.cfg.samples_per_prompt
-    rw = r.rewards.view(-1, G)                                                # (P, G)
-    base = torch.arange(rw.shape[0], device=rw.device) * G
-    idx = torch.stack([base + rw.argmax(1), base + rw.argmin(1)], 1).flatten()  # (2P,)
-    return r.select(idx)
+def _pairs_for_dpo(self: Trainer, r: Rollout) -> Rollout: return dpo_pairs(self, r)
 
 @patch
 def needs_old_logprobs(self: Trainer, rows: int) -> bool:
-    "Whether a no-grad pass must record log pi_old: not when each rollout is used for exactly one optimizer step (then ratio = 1)."
+    "Whether a no-grad pass must record log pi_old: not when each rollout is used for exactly one optimizer step (then ratio = 1) and nothing else asks for it."
     cfg = self.cfg
     on_policy_single_step = cfg.num_iterations == 1 and (cfg.minibatch_size or rows) >= rows
-    return not on_policy_single_step or cfg.kl_coef > 0 or cfg.is_correction != "none" or cfg.algorithm == "ppo" or bool(self.hooks["before_update"])
+    return (not on_policy_single_step or cfg.kl_coef > 0 or cfg.is_correction != "none" or self.algorithm.needs_old_logprobs
+            or self.hooks_need_old_logprobs)
 
 @patch
-def train_step(self: Trainer) -> dict:
-    "One RL step: rollout, rewards, advantages, filters, mu epochs of minibatch updates; returns metrics."
-    cfg, t0 = self.cfg, time.perf_counter()
+def collect(self: Trainer) -> tuple[Rollout, dict]:
+    "The step's batch with rewards (after the `after_rewards` hooks) and its metrics; with dynamic sampling, informative groups refilled up to prompts_per_step."
+    cfg, G, P = self.cfg, self.cfg.samples_per_prompt, self.cfg.prompts_per_step
     r = self._run_hooks("after_rewards", self.rollout())
     raw = dict(reward_mean=r.rewards.mean().item(), reward_std=r.rewards.std().item(), accuracy=r.extras["correct"].mean().item(),
                completion_length=r.lengths.float().mean().item(), tokens=int(r.completion_mask.sum()),
-               zero_std_frac=zero_std_group_fraction(r.rewards, cfg.samples_per_prompt),
                truncated_frac=r.truncated.float().mean().item())
-    if cfg.algorithm == "online_dpo": r = self._pairs_for_dpo(r)
-    old_lp = None
-    if self.needs_old_logprobs(len(r)):
-        with torch.no_grad(): old_lp, _ = completion_logprobs(self.policy, r, cfg.temperature, with_entropy=False)
-    r.extras["old_logprobs"] = old_lp
-    r = self._run_hooks("after_advantages", self.advantages(r, old_lp))
-    if cfg.dynamic_sampling and cfg.algorithm != "online_dpo":
-        keep, dropped = dynamic_sampling_filter(r.rewards, cfg.samples_per_prompt)
-        raw["groups_dropped"] = dropped
-        r = r.select(keep.nonzero().squeeze(1))
-    if cfg.is_correction != "none":
-        isc = importance_weights(r.extras["old_logprobs"], r.sampler_logprobs,
-                                 r.completion_mask, cfg.is_correction, clip_max=cfg.is_clip)
+    if G > 1: raw["zero_std_frac"] = zero_std_group_fraction(r.rewards, G)
+    if "overlong_penalty" in r.extras: raw["overlong_penalty"] = r.extras["overlong_penalty"].mean().item()
+    if not cfg.dynamic_sampling: return r, raw
+    parts, kept, dropped, rounds = [], 0, 0, 0
+    while True:
+        keep, n_dropped = dynamic_sampling_filter(r.rewards, G)                 # (B,) bool
+        dropped += n_dropped
+        if keep.any(): parts.append(r.select(keep.nonzero().squeeze(1))); kept += int(keep.sum()) // G
+        if kept >= P or rounds == cfg.max_refill_rounds: break
+        rounds += 1
+        r = self._run_hooks("after_rewards", self.rollout())
+    if not parts:
+        raise RuntimeError(f"dynamic sampling: all {(rounds + 1) * P} groups of step {self.step + 1} had equal rewards (after {rounds} refill "
+                           f"rounds), nothing to train on; raise max_refill_rounds, or the task is solved or out of reach for this policy")
+    r = concat_rollouts(parts, self.tok.pad_token_id) if len(parts) > 1 else parts[0]
+    r = r.select(torch.arange(min(kept, P) * G))                                # the first P informative groups
+    return r, raw | dict(groups_dropped=dropped, refill_rounds=rounds, groups_kept=min(kept, P), groups_missing=max(0, P - kept))
+
+@patch
+def train_step(self: Trainer) -> dict:
+    "One RL step: batch and rewards, the algorithm's pairs and advantages, filters, mu epochs of minibatch updates; returns metrics."
+    cfg, algo, t0 = self.cfg, self.algorithm, time.perf_counter()
+    r, raw = self.collect()
+    if algo.prepare is not None: r = algo.prepare(self, r)
+    T = algo.temperature(cfg)
+    r.extras["old_logprobs"] = self.logprobs(self.policy, r, T) if self.needs_old_logprobs(len(r)) else None
+    r = self._run_hooks("after_advantages", self.advantages(r))
+    if cfg.overlong_filter:
+        raw["overlong_filtered"] = int(r.truncated.sum())
+        r = r.select((~r.truncated).nonzero().squeeze(1))                       # truncated completions leave the loss
+    if cfg.is_correction != "none" and len(r):
+        isc = importance_weights(r.extras["old_logprobs"], r.sampler_logprobs, r.completion_mask, cfg.is_correction,
+                                 clip_max=cfg.is_clip, clip_min=cfg.is_clip_min, veto=cfg.is_veto)
         r.extras["is_weights"] = isc.weights * isc.mask
         raw |= dict(is_frac_masked=float(isc.frac_masked), is_ess=float(isc.ess), sampler_kl=float(isc.kl))
     r = self._run_hooks("before_update", r)
     logs = self._update(r) if len(r) else {}
-    if cfg.kl_every and (self.step + 1) % cfg.kl_every == 0 and len(r) and cfg.algorithm != "online_dpo":
-        with torch.no_grad(): new_lp, _ = completion_logprobs(self.policy, r, cfg.temperature, with_entropy=False)
-        before = r.extras["old_logprobs"] if r.extras.get("old_logprobs") is not None else r.sampler_logprobs
-        logs["update_kl"] = approx_kl(new_lp, before, r.completion_mask)  # how far this step moved the policy
+    if cfg.kl_every and (self.step + 1) % cfg.kl_every == 0 and len(r):
+        old = r.extras.get("old_logprobs")                                       # else the sampler's, at the sampling temperature
+        before, Tk = (old, T) if old is not None else (r.sampler_logprobs, cfg.temperature)
+        logs["update_kl"] = approx_kl(self.logprobs(self.policy, r, Tk), before, r.completion_mask)  # how far this step moved the policy
     metrics = dict(step=self.step + 1) | raw | logs | dict(lr=self.sched.get_last_lr()[0], skipped_steps=self.skipped_steps)
     self.step += 1
     if cfg.eval_every and (self.step % cfg.eval_every == 0 or self.step == cfg.steps): metrics["eval_accuracy"] = self.evaluate()
@@ -368,25 +586,37 @@ def train_step(self: Trainer) -> dict:
     return self._run_hooks("after_step", metrics)
 
 @patch
+def _accumulate(self: Trainer, r: Rollout, rows: torch.Tensor, micro: int) -> dict:
+    "Forward and backward over rows `rows` of `r` in micro-batches of `micro` rows (gradients add up in .grad); `loss` is the minibatch's, however it is split."
+    n_tok = int(r.completion_mask[rows.to(r.completion_mask.device)].sum())
+    out = {"loss": 0.0}
+    for ids in rows.split(micro):
+        n_micro = len(rows) / len(ids)                                          # an uneven tail holds a smaller share
+        loss, info = self.loss(r.select(ids), n_tok, n_micro)
+        loss.backward()
+        out["loss"] += loss.item()
+        info.pop("loss", None)                                                  # the backpropagated value above is the one logged
+        for k, v in info.items(): out[k] = out.get(k, 0.0) + float(v) * (1.0 if k == "policy_loss" else 1.0 / n_micro)
+    return out
+
+@patch
 def _update(self: Trainer, r: Rollout) -> dict:
-    "mu epochs of shuffled minibatch updates with gradient accumulation; returns averaged metrics."
-    cfg, B = self.cfg, len(r)
-    mini = min(cfg.minibatch_size or B, B); micro = min(cfg.micro_batch_size or mini, mini)
-    sums, count = {}, 0
+    "mu epochs of shuffled minibatch updates with gradient accumulation; returns metrics averaged over the optimizer steps taken."
+    cfg, unit = self.cfg, 2 if self.algorithm.pairs else 1                      # preference pairs move together
+    n = len(r) // unit
+    mini = max(1, min(cfg.minibatch_size or len(r), len(r)) // unit); micro = max(1, min(cfg.micro_batch_size or mini * unit, mini * unit) // unit)
+    params = [p for g in self.opt.param_groups for p in g["params"]]
+    taken, every, n_taken, n_all = {}, {}, 0, 0
     for _ in range(cfg.num_iterations):
-        perm = torch.randperm(B, generator=self.gens["shuffle"])
-        for s in range(0, B, mini):
-            rows = perm[s:s + mini]
-            n_tok = int(r.completion_mask[rows.to(self.device)].sum())
-            micro_ids = rows.split(micro)
+        perm = torch.randperm(n, generator=self.gens["shuffle"])
+        for s in range(0, n, mini):
+            rows = (perm[s:s + mini, None] * unit + torch.arange(unit)).flatten()
             self.opt.zero_grad(set_to_none=True)
-            for ids in micro_ids:
-                loss, info = self.loss(r.select(ids), n_tok, len(micro_ids))
-                loss.backward()
-                for k, v in info.items(): sums[k] = sums.get(k, 0.0) + float(v) / len(micro_ids)
-            params = [p for g in self.opt.param_groups for p in g["params"]]
+            m = self._accumulate(r, rows, micro * unit)
             gnorm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-            if not (torch.isfinite(gnorm) and math.isfinite(sums.get("loss", 0.0))):
+            for k, v in m.items(): every[k] = every.get(k, 0.0) + v
+            n_all += 1
+            if not (torch.isfinite(gnorm) and math.isfinite(m["loss"])):        # this optimizer step only
                 self.opt.zero_grad(set_to_none=True); self.bad_steps += 1; self.skipped_steps += 1
                 if self.bad_steps >= cfg.max_bad_steps:
                     raise RuntimeError(f"stopping: non-finite loss or gradient in {self.bad_steps} consecutive optimizer steps "
@@ -394,11 +624,9 @@ def _update(self: Trainer, r: Rollout) -> dict:
                 continue
             self.bad_steps = 0
             self.opt.step(); self.sched.step()
-            sums["grad_norm"] = sums.get("grad_norm", 0.0) + gnorm.item(); count += 1
-    n_opt = cfg.num_iterations * math.ceil(B / mini)
-    out = {k: v / n_opt for k, v in sums.items() if k != "grad_norm"}
-    if count: out["grad_norm"] = sums["grad_norm"] / count
-    return out
+            for k, v in (m | {"grad_norm": gnorm.item()}).items(): taken[k] = taken.get(k, 0.0) + v
+            n_taken += 1
+    return {k: v / n_taken for k, v in taken.items()} if n_taken else {k: v / n_all for k, v in every.items()}
 
 # %% ../nbs/07_trainer.ipynb #72e573bb
 def _sha256(path) -> str:

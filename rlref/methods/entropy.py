@@ -95,7 +95,7 @@ class ClipCov:
     def __init__(self, ratio: float = 2e-4, cov_low: float = 1.0, cov_high: float = 5.0, seed: int = 0):
         self.ratio, self.cov_low, self.cov_high = ratio, cov_low, cov_high
         self.gen, self.log = torch.Generator().manual_seed(seed), []
-    def attach(self, trainer: Trainer) -> Trainer: return trainer.add_hook("before_update", self)
+    def attach(self, trainer: Trainer) -> Trainer: return trainer.add_hook("before_update", self, needs_old_logprobs=True)
     def __call__(self, trainer: Trainer, r: Rollout) -> Rollout:
         if r.advantages is None or not len(r): return r
         w = clip_cov_weights(r.extras["old_logprobs"], r.advantages, r.completion_mask, self.ratio, self.cov_low, self.cov_high, self.gen)
@@ -109,7 +109,7 @@ class KLCov:
     def __init__(self, ratio: float = 2e-4, coef: float = 1.0): self.ratio, self.coef, self.log = ratio, coef, []
     def attach(self, trainer: Trainer) -> Trainer:
         if not isinstance(trainer, KLCovTrainer): raise ValueError("KL-Cov adds a loss term: build the trainer with KLCovTrainer.setup(cfg)")
-        return trainer.add_hook("before_update", self)
+        return trainer.add_hook("before_update", self, needs_old_logprobs=True)
     def __call__(self, trainer: Trainer, r: Rollout) -> Rollout:
         if r.advantages is None or not len(r): return r
         sel = kl_cov_mask(r.extras["old_logprobs"], r.advantages, r.completion_mask, self.ratio)

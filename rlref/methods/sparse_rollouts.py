@@ -107,7 +107,7 @@ class SparseRolloutArm:
         for k, v in (arm_config(self.arm) or dict(is_correction="none")).items():
             if getattr(trainer.cfg, k) != v: raise ValueError(f"arm {self.arm!r} needs config {k}={v!r}, got {getattr(trainer.cfg, k)!r}; add arm_config(arm) to the config")
         trainer.kv_policy = self.kv_policy
-        return trainer.add_hook("before_update", self.before_update).add_hook("loss_terms", self.loss_terms).add_hook("after_step", self.after_step)
+        return trainer.add_hook("before_update", self.before_update, needs_old_logprobs=True).add_hook("loss_terms", self.loss_terms).add_hook("after_step", self.after_step)
 
     def before_update(self, trainer, r: Rollout) -> Rollout:
         m, st = r.completion_mask, r.extras["stats"]
