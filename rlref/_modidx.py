@@ -425,6 +425,7 @@ d = { 'settings': { 'branch': 'main',
                                'rlref.trainer.find_checkpoint': ('trainer.html#find_checkpoint', 'rlref/trainer.py'),
                                'rlref.trainer.lr_lambda': ('trainer.html#lr_lambda', 'rlref/trainer.py'),
                                'rlref.trainer.plot_report': ('trainer.html#plot_report', 'rlref/trainer.py'),
+                               'rlref.trainer.preflight_run': ('trainer.html#preflight_run', 'rlref/trainer.py'),
                                'rlref.trainer.read_manifest': ('trainer.html#read_manifest', 'rlref/trainer.py'),
                                'rlref.trainer.recipe_config': ('trainer.html#recipe_config', 'rlref/trainer.py'),
                                'rlref.trainer.stateful_hooks': ('trainer.html#stateful_hooks', 'rlref/trainer.py')}}}

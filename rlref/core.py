@@ -192,6 +192,7 @@ def clear_run_dir(out, overwrite: bool = False,  # clear what is there instead o
 def claim_run_dir(out, resume: bool = False, overwrite: bool = False, keep: tuple = (), resumable: bool = True):
     "Lock run directory `out` for the block; a fresh (not `resume`) outermost claim also checks it is empty or clears it (`overwrite`)."
     if resume and overwrite: raise RunDirError(f"resume and overwrite exclude each other: one continues the run in {out}, the other deletes it")
+    if resume and not check_out_path(out).is_dir(): raise FileNotFoundError(f"nothing to resume: run directory {out} does not exist")
     with run_lock(out) as (out, outermost):
         if outermost and not resume: clear_run_dir(out, overwrite, keep, resumable)
         yield out

@@ -23,7 +23,7 @@ from .losses import (grpo_loss, value_loss, online_dpo_loss, importance_weights,
 # %% auto #0
 __all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'RESUME_HARMLESS', 'TrainConfig', 'recipe_config', 'Critic',
            'lr_lambda', 'Trainer', 'stateful_hooks', 'read_manifest', 'find_checkpoint', 'check_resume',
-           'RunInterrupted', 'plot_report']
+           'preflight_run', 'RunInterrupted', 'plot_report']
 
 # %% ../nbs/07_trainer.ipynb #ef0d2478
 ALGORITHMS = ("grpo", "rloo", "reinforce_pp", "ppo", "online_dpo")
@@ -544,6 +544,14 @@ def check_resume(out, cfg: TrainConfig) -> dict | None:
     spath = out / "summary.json"
     summary = _read_json(spath, "run summary") if spath.is_file() else None
     return summary if isinstance(summary, dict) and summary.get("steps") == cfg.steps else None
+
+def preflight_run(cfg: TrainConfig, resume: bool = False, overwrite: bool = False):
+    "What `fit` checks about cfg.out, checked before anything is written (a caller that writes before `fit`, like the SFT warm start of `Trainer.setup`, calls this first); with `overwrite` it clears cfg.out."
+    if not cfg.out:
+        if resume: raise ValueError("resume needs cfg.out (the run directory to resume from)")
+        return
+    with claim_run_dir(cfg.out, resume=resume, overwrite=overwrite) as out:
+        if resume and check_resume(out, cfg) is None: find_checkpoint(out)
 
 # %% ../nbs/07_trainer.ipynb #c416f6d3
 class RunInterrupted(KeyboardInterrupt):
