@@ -602,17 +602,17 @@ def _train_loop(self: Trainer, log) -> dict:
             if log: log.log(**m)
             bar.update(1); bar.set_postfix(reward=f"{m['reward_mean']:.2f}", **({"eval": f"{m['eval_accuracy']:.2f}"} if "eval_accuracy" in m else {}))
             if self.out is not None and cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0: self.save_checkpoint()
+        if self.out is not None and cfg.checkpoint_every and self.step > first and getattr(self, "checkpoint_step", None) != self.step:
+            self.save_checkpoint()                             # the final state, so that extending `steps` resumes from the end
+        evals = [h for h in self.history if h.get("eval_accuracy") is not None]
+        summary = dict(algorithm=cfg.algorithm, task=cfg.task, steps=cfg.steps, seed=cfg.seed, sft_accuracy=self.sft_accuracy,
+                       final_accuracy=evals[-1]["eval_accuracy"] if evals else None, skipped_steps=self.skipped_steps,
+                       wall_seconds=round(time.time() - t_start, 1))
+        if self.out is not None:
+            with atomic_write(self.out / "summary.json", "w") as f: f.write(json.dumps(summary, indent=1))
+            plot_report(self.history, self.out / "report.png", title=f"{cfg.algorithm} on {cfg.task}")
     except KeyboardInterrupt: raise RunInterrupted(self.step, getattr(self, "checkpoint_step", None)) from None
     finally: bar.close()
-    if self.out is not None and cfg.checkpoint_every and self.step > first and getattr(self, "checkpoint_step", None) != self.step:
-        self.save_checkpoint()                                 # the final state, so that extending `steps` resumes from the end
-    evals = [h for h in self.history if h.get("eval_accuracy") is not None]
-    summary = dict(algorithm=cfg.algorithm, task=cfg.task, steps=cfg.steps, seed=cfg.seed, sft_accuracy=self.sft_accuracy,
-                   final_accuracy=evals[-1]["eval_accuracy"] if evals else None, skipped_steps=self.skipped_steps,
-                   wall_seconds=round(time.time() - t_start, 1))
-    if self.out is not None:
-        with atomic_write(self.out / "summary.json", "w") as f: f.write(json.dumps(summary, indent=1))
-        plot_report(self.history, self.out / "report.png", title=f"{cfg.algorithm} on {cfg.task}")
     return summary
 
 # %% ../nbs/07_trainer.ipynb #534dd603
