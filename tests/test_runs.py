@@ -252,3 +252,13 @@ def test_a_checkpoint_with_a_stateful_hook_refuses_other_hooks(tmp_path):
     with pytest.raises(RunDirError, match=r"written with stateful hooks \[after_advantages\[0\]: Scaler\] but this trainer has \[none\]"):
         Trainer.setup(tiny(out), resume=True).fit(resume=True)
     assert snapshot(out) == before
+
+@pytest.mark.parametrize("recipe,extra", [("arith-ppo", dict(minibatch_size=8, kl_coef=0.01)), ("arith-grpo-lora", {}),
+                                          ("arith-online_dpo", dict(samples_per_prompt=2)), ("arith-rloo", dict(kl_coef=0.01))])
+def test_resume_is_exact_for_critic_lora_and_reference_models(tmp_path, recipe, extra):
+    ref, cut = tmp_path / "ref", tmp_path / "cut"
+    Trainer.setup(tiny(ref, recipe, **extra)).fit()
+    tr = Trainer.setup(tiny(cut, recipe, **extra)); tr.add_hook("after_step", _interrupt_at(3))
+    with pytest.raises(RunInterrupted): tr.fit()
+    Trainer.setup(tiny(cut, recipe, **extra), resume=True).fit(resume=True)
+    assert rows(cut) == rows(ref)
