@@ -11,7 +11,7 @@ from rlref.cli import run_train
 TINY = dict(sft_steps=0, steps=4, prompts_per_step=4, samples_per_prompt=4, eval_every=2, eval_limit=10, kl_every=0,
             checkpoint_every=2, progress=False, format_weight=0.5, lr=1e-3, task_kwargs=dict(n_train=200, n_test=20))
 
-def tiny(out, recipe="arith-grpo", **kw): return recipe_config(recipe, **(TINY | dict(out=str(out)) | kw))
+def tiny(out, recipe="arith-grpo", **kw): return recipe_config(recipe, **(TINY | dict(out=None if out is None else str(out)) | kw))
 
 def snapshot(d: Path) -> dict:
     "Every file under d (but the lock, which only holds the pid of its last holder) with its bytes."
@@ -60,7 +60,7 @@ def test_the_lock_is_released_after_an_exception(tmp_path):
     tr.add_hook("after_step", boom)
     with pytest.raises(RuntimeError, match="boom"): tr.fit()
     assert not holds_run_lock(tmp_path / "run")
-    Trainer.setup(tiny(tmp_path / "run", steps=1)).fit(overwrite=True)   # nobody holds it
+    run_train("arith-grpo", out=tmp_path / "run", overwrite=True, **(TINY | dict(steps=1)))   # nobody holds it
 
 # ---------------------------------------------------------------- 2. fresh runs and --overwrite
 def test_a_fresh_run_refuses_a_run_directory_and_overwrite_clears_it(done):
@@ -123,7 +123,7 @@ def test_resume_of_a_finished_run_changes_nothing(done):
     before = snapshot(done)
     s = run_train("arith-grpo", out=done, resume=True, **TINY)
     assert s["already_finished"] and s["steps"] == 4 and snapshot(done) == before
-    s = Trainer.setup(tiny(done)).fit(resume=True)                       # the API says the same
+    s = Trainer.setup(tiny(done), resume=True).fit(resume=True)          # the API says the same
     assert s["already_finished"] and snapshot(done) == before
 
 def test_extending_steps_equals_a_longer_uninterrupted_run(tmp_path, done):
@@ -193,7 +193,7 @@ def test_a_crafted_pickle_checkpoint_never_runs(ckpt_run, tmp_path):
     msgs = " | ".join(str(x.message) for x in w)
     assert man.name == "step_000002.json"
     assert "pickle checkpoints are never loaded" in msgs and "old pickle checkpoint" in msgs and "'step_000009.pt', which is not a .safetensors file" in msgs
-    Trainer.setup(tiny(ckpt_run, steps=2, checkpoint_every=1)).load_checkpoint(man)
+    Trainer.setup(tiny(None, steps=2, checkpoint_every=1)).load_checkpoint(man)
     assert not marker.exists()
 
 @pytest.mark.parametrize("name", ["../secret.safetensors", "/etc/passwd.safetensors", "sub/x.safetensors", "..", "", "step_000002.pt"])
