@@ -97,6 +97,7 @@ class JsonlLogger:
         self.f = open(self.path, mode)
     def log(self, **row):
         self.f.write(json.dumps({k: _jsonable(v) for k, v in row.items()}) + "\n"); self.f.flush()
+    def sync(self): self.f.flush(); os.fsync(self.f.fileno())   # on disk, not only in the OS cache (before a checkpoint)
     def close(self): self.f.close()
 
 def read_jsonl(path) -> list[dict]:

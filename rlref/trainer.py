@@ -580,6 +580,8 @@ def fit(self: Trainer, resume: bool = False,  # continue the run in cfg.out from
                 return done | dict(already_finished=True)
             self.load_checkpoint(find_checkpoint(self.out))
             self.history = [r for r in read_jsonl(mpath) if r.get("step", 0) <= self.step] if mpath.exists() else []
+            if [r.get("step") for r in self.history] != list(range(1, self.step + 1)):
+                warnings.warn(f"{mpath} does not hold one row for each of the {self.step} steps before the checkpoint; the resumed log will have gaps")
             with atomic_write(mpath, "w") as f: f.write("".join(json.dumps(r) + "\n" for r in self.history))
         else:
             self.history = []
@@ -589,6 +591,12 @@ def fit(self: Trainer, resume: bool = False,  # continue the run in cfg.out from
         log = JsonlLogger(mpath, mode="a" if resume else "w")
         try: return self._train_loop(log)
         finally: log.close()
+
+@patch
+def _checkpoint(self: Trainer, log):
+    "Make the metrics rows so far durable, then checkpoint: a checkpoint never gets ahead of its log."
+    if log: log.sync()
+    self.save_checkpoint()
 
 @patch
 def _train_loop(self: Trainer, log) -> dict:
@@ -601,9 +609,9 @@ def _train_loop(self: Trainer, log) -> dict:
             self.history.append(m)
             if log: log.log(**m)
             bar.update(1); bar.set_postfix(reward=f"{m['reward_mean']:.2f}", **({"eval": f"{m['eval_accuracy']:.2f}"} if "eval_accuracy" in m else {}))
-            if self.out is not None and cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0: self.save_checkpoint()
+            if self.out is not None and cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0: self._checkpoint(log)
         if self.out is not None and cfg.checkpoint_every and self.step > first and getattr(self, "checkpoint_step", None) != self.step:
-            self.save_checkpoint()                             # the final state, so that extending `steps` resumes from the end
+            self._checkpoint(log)                              # the final state, so that extending `steps` resumes from the end
         evals = [h for h in self.history if h.get("eval_accuracy") is not None]
         summary = dict(algorithm=cfg.algorithm, task=cfg.task, steps=cfg.steps, seed=cfg.seed, sft_accuracy=self.sft_accuracy,
                        final_accuracy=evals[-1]["eval_accuracy"] if evals else None, skipped_steps=self.skipped_steps,

@@ -262,3 +262,22 @@ def test_resume_is_exact_for_critic_lora_and_reference_models(tmp_path, recipe, 
     with pytest.raises(RunInterrupted): tr.fit()
     Trainer.setup(tiny(cut, recipe, **extra), resume=True).fit(resume=True)
     assert rows(cut) == rows(ref)
+
+def test_the_log_is_synced_before_each_checkpoint(tmp_path, monkeypatch):
+    "A power loss can drop rows that are only in the OS cache; a checkpoint must never be ahead of its durable log."
+    import rlref.core
+    events = []
+    sync, save = rlref.core.JsonlLogger.sync, Trainer.save_checkpoint
+    monkeypatch.setattr(rlref.core.JsonlLogger, "sync", lambda self: (events.append("sync"), sync(self))[1])
+    monkeypatch.setattr(Trainer, "save_checkpoint", lambda self: (events.append(f"ckpt{self.step}"), save(self))[1])
+    Trainer.setup(tiny(tmp_path / "run", steps=3)).fit()
+    assert events == ["sync", "ckpt2", "sync", "ckpt3"]
+
+def test_a_gap_in_the_metrics_before_the_checkpoint_is_reported(tmp_path):
+    out = tmp_path / "run"
+    tr = Trainer.setup(tiny(out)); tr.add_hook("after_step", _interrupt_at(3))
+    with pytest.raises(RunInterrupted): tr.fit()
+    lines = (out / "metrics.jsonl").read_text().splitlines(keepends=True)
+    (out / "metrics.jsonl").write_text(lines[1])                  # the row of step 1 is lost
+    with pytest.warns(UserWarning, match="does not hold one row for each of the 2 steps before the checkpoint"):
+        Trainer.setup(tiny(out), resume=True).fit(resume=True)
