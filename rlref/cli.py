@@ -4,17 +4,30 @@
 
 # %% ../nbs/08_cli.ipynb #a1a708e6
 from __future__ import annotations
-import argparse, json, sys, time
+import argparse, json, math, sys, time
 from pathlib import Path
-from .core import seed_everything, JsonlLogger, atomic_write, get_device
+from .core import seed_everything, JsonlLogger, atomic_write, get_device, check_out_path, claim_run_dir, RunDirError
 from .models import make_char_tokenizer, make_tiny_llama, save_policy, sft_warm_start, MODEL_PRESETS
 from .tasks import make_task, exact_match, TASKS
-from .trainer import Trainer, recipe_config, RECIPES
+from .trainer import Trainer, recipe_config, RECIPES, check_resume, find_checkpoint, read_manifest, RunInterrupted
 
 # %% auto #0
-__all__ = ['run_sft', 'run_train', 'build_parser', 'main']
+__all__ = ['SEED_RANGE', 'check_args', 'run_sft', 'run_train', 'build_parser', 'main']
 
 # %% ../nbs/08_cli.ipynb #cc01eefd
+SEED_RANGE = (0, 2**31)  # seeds a command accepts: every generator (python, numpy, torch, the trainer's derived ones) takes them
+
+def check_args(**numbers):  # name=(value, 'int>=1' | 'seed' | 'lr')
+    "One clear error for the first bad command argument."
+    for name, (v, kind) in numbers.items():
+        if kind == "lr":
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+        elif isinstance(v, bool) or not isinstance(v, int): raise ValueError(f"{name} must be an integer, got {v!r}")
+        elif kind == "seed" and not SEED_RANGE[0] <= v < SEED_RANGE[1]:
+            raise ValueError(f"{name} must be in [0, 2**31), got {v}")
+        elif kind.startswith("int>=") and v < int(kind[5:]): raise ValueError(f"{name} must be >= {kind[5:]}, got {v}")
+
 def run_sft(task: str = "arith",  # task name (see rlref.tasks.TASKS)
             size: str = "tiny",  # model preset (see rlref.models.MODEL_PRESETS)
             steps: int = 800,  # SFT optimizer steps
@@ -23,57 +36,97 @@ def run_sft(task: str = "arith",  # task name (see rlref.tasks.TASKS)
             batch_size: int = 128, lr: float = 3e-3, max_len: int = 128,
             eval_every: int = 200,  # steps between held-out evaluations
             progress: bool = True,
+            overwrite: bool = False,  # replace what `out` holds (otherwise a non-empty `out` is refused)
             **task_kwargs) -> dict:
     "SFT a fresh model on a task; writes metrics.jsonl, summary.json and model/ under `out`. Returns the summary."
     if task not in TASKS: raise ValueError(f"unknown task {task!r}; choose one of {sorted(TASKS)}")
     if size not in MODEL_PRESETS: raise ValueError(f"unknown model preset {size!r}; choose one of {sorted(MODEL_PRESETS)}")
-    if steps < 1: raise ValueError(f"steps must be >= 1, got {steps}")
-    out = Path(out); out.mkdir(parents=True, exist_ok=True)
+    check_args(steps=(steps, "int>=1"), batch_size=(batch_size, "int>=1"), eval_every=(eval_every, "int>=1"),
+               max_len=(max_len, "int>=8"), lr=(lr, "lr"), seed=(seed, "seed"))
+    out = check_out_path(out)
     seed_everything(seed)
-    t = make_task(task, seed=seed, **task_kwargs)
-    tok = make_char_tokenizer()
-    model = make_tiny_llama(tok, size, max_len=max_len, seed=seed).to(get_device())
-    evaluate = lambda m: dict(exact_match=exact_match(m, tok, t.test, t.reward_fn, max_new_tokens=t.max_new_tokens))
-    log, start = JsonlLogger(out / "metrics.jsonl", mode="w"), time.time()
-    history = sft_warm_start(model, tok, t.train, steps=steps, batch_size=batch_size, lr=lr, seed=seed,
-                             eval_fn=evaluate, eval_every=eval_every, progress=progress)
-    for row in history: log.log(**row)
-    log.close()
-    save_policy(model, tok, out / "model")
-    summary = dict(task=task, size=size, steps=steps, seed=seed, exact_match=history[-1]["exact_match"],
-                   seconds=round(time.time() - start, 1), model_dir=str(out / "model"))
-    with atomic_write(out / "summary.json", "w") as f: f.write(json.dumps(summary, indent=1))
+    t = make_task(task, seed=seed, **task_kwargs)               # task errors, too, before anything is written
+    with claim_run_dir(out, overwrite=overwrite, resumable=False):
+        tok = make_char_tokenizer()
+        model = make_tiny_llama(tok, size, max_len=max_len, seed=seed).to(get_device())
+        evaluate = lambda m: dict(exact_match=exact_match(m, tok, t.test, t.reward_fn, max_new_tokens=t.max_new_tokens))
+        start = time.time()
+        history = sft_warm_start(model, tok, t.train, steps=steps, batch_size=batch_size, lr=lr, seed=seed,
+                                 eval_fn=evaluate, eval_every=eval_every, progress=progress)
+        log = JsonlLogger(out / "metrics.jsonl", mode="w")
+        for row in history: log.log(**row)
+        log.close()
+        save_policy(model, tok, out / "model")
+        summary = dict(task=task, size=size, steps=steps, seed=seed, exact_match=history[-1]["exact_match"],
+                       seconds=round(time.time() - start, 1), model_dir=str(out / "model"))
+        with atomic_write(out / "summary.json", "w") as f: f.write(json.dumps(summary, indent=1))
     return summary
 
 # %% ../nbs/08_cli.ipynb #b4ee582c
+def _check_sft_dir(sft: Path):
+    "Refuse to resume on a missing or damaged SFT warm start (it would be trained again, or fail deep inside loading)."
+    from safetensors.torch import load_file
+    for name in ("config.json", "model.safetensors", "sft.json"):
+        if not (sft / name).is_file(): raise RunDirError(f"cannot resume: the SFT warm start {sft / name} is missing")
+    try: load_file(sft / "model.safetensors")
+    except Exception as e: raise RunDirError(f"cannot resume: the SFT warm start {sft / 'model.safetensors'} is damaged ({e})") from None
+    try: acc = json.loads((sft / "sft.json").read_text())["sft_accuracy"]
+    except Exception as e: raise RunDirError(f"cannot resume: {sft / 'sft.json'} is damaged ({type(e).__name__}: {e})") from None
+
+def _check_recipe(out: Path, recipe: str):
+    "Refuse to resume a run that was started with another recipe (its name is kept in run.json)."
+    p = out / "run.json"
+    if not p.is_file(): return
+    try: saved = json.loads(p.read_text())["recipe"]
+    except Exception as e: raise RunDirError(f"cannot resume: {p} is damaged ({type(e).__name__}: {e})") from None
+    if saved != recipe: raise RunDirError(f"cannot resume {out} with recipe {recipe!r}: it was started with recipe {saved!r}")
+
 def run_train(recipe: str = "arith-grpo",  # a name in rlref.trainer.RECIPES
               out: str | Path = "runs/train",  # run directory
               steps: int | None = None,  # RL steps (None = the recipe's)
               seed: int = 0,
               resume: bool = False,  # continue from the newest complete checkpoint in `out`
               progress: bool = True,
+              overwrite: bool = False,  # replace what `out` holds (otherwise a fresh run refuses a non-empty `out`)
               **overrides) -> dict:
-    "Run a recipe end to end (SFT warm start + RL); returns the summary written to out/summary.json."
+    "Run a recipe end to end (SFT warm start + RL); returns the summary written to out/summary.json. Checks everything before it writes anything."
     if steps is not None: overrides["steps"] = steps
+    check_args(seed=(seed, "seed"))
+    if resume and overwrite: raise RunDirError(f"resume and overwrite exclude each other: one continues the run in {out}, the other deletes it")
     cfg = recipe_config(recipe, out=str(out), seed=seed, progress=progress, **overrides)
-    if resume and not (Path(out) / "checkpoints").is_dir():
-        raise FileNotFoundError(f"--resume: no checkpoint to resume from in {out}/checkpoints")
-    trainer = Trainer.setup(cfg, resume=resume)
-    return trainer.fit(resume=resume)
+    out = check_out_path(out)
+    make_task(cfg.task, seed=cfg.seed, **cfg.task_kwargs)        # a bad task argument fails here, not after clearing `out`
+    if resume and out.is_dir() and not (out / "config.json").is_file(): raise FileNotFoundError(f"nothing to resume in {out}: it has no config.json")
+    with claim_run_dir(out, resume=resume, overwrite=overwrite):
+        ckpt_step = None
+        if resume:
+            done = check_resume(out, cfg)
+            _check_recipe(out, recipe)
+            if done is not None: return done | dict(already_finished=True)
+            ckpt_step = read_manifest(find_checkpoint(out))["step"]
+            if cfg.model is None: _check_sft_dir(out / "sft")
+        else:
+            with atomic_write(out / "run.json", "w") as f: f.write(json.dumps(dict(recipe=recipe)))
+        try: trainer = Trainer.setup(cfg, resume=resume)
+        except KeyboardInterrupt: raise RunInterrupted(ckpt_step or 0, ckpt_step) from None
+        return trainer.fit(resume=resume)
 
 # %% ../nbs/08_cli.ipynb #8b22f874
+def _acc(x) -> str: return "n/a" if x is None else f"{x:.3f}"
+
 def _sft_cmd(a):
-    s = run_sft(a.task, a.size, a.steps, a.seed, a.out, batch_size=a.batch_size, lr=a.lr, progress=not a.quiet)
-    print(f"held-out greedy exact match: {s['exact_match']:.3f}  ({s['steps']} steps, {s['seconds']} s) -> {s['model_dir']}")
+    s = run_sft(a.task, a.size, a.steps, a.seed, a.out, batch_size=a.batch_size, lr=a.lr, progress=not a.quiet, overwrite=a.overwrite)
+    print(f"held-out greedy exact match: {_acc(s['exact_match'])}  ({s['steps']} steps, {s['seconds']} s) -> {s['model_dir']}")
 
 def _train_cmd(a):
-    s = run_train(a.recipe, a.out, a.steps, a.seed, a.resume, progress=not a.quiet)
-    print(f"held-out greedy exact match: {s['sft_accuracy']:.3f} after SFT -> {s['final_accuracy']:.3f} after {s['algorithm']} "
+    s = run_train(a.recipe, a.out, a.steps, a.seed, a.resume, progress=not a.quiet, overwrite=a.overwrite)
+    if s.get("already_finished"): print(f"{a.out} already finished its {s['steps']} steps; nothing to do (extend it with --resume --steps N)")
+    print(f"held-out greedy exact match: {_acc(s['sft_accuracy'])} after SFT -> {_acc(s['final_accuracy'])} after {s['algorithm']} "
           f"({s['steps']} steps, {s['wall_seconds']} s); see {a.out}/summary.json and {a.out}/report.png")
 
 def _bench_cmd(a):
     from rlref.bench import BENCHES
-    if a.name not in BENCHES: raise SystemExit(f"unknown benchmark {a.name!r}; choose one of {sorted(BENCHES)}")
+    if a.name not in BENCHES: raise ValueError(f"unknown benchmark {a.name!r}; choose one of {sorted(BENCHES)}")
     result = BENCHES[a.name]()
     print(json.dumps(result) if a.json else json.dumps(result, indent=1))
 
@@ -85,18 +138,29 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--steps", type=int, default=800); s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", default="runs/sft"); s.add_argument("--batch-size", type=int, default=128)
     s.add_argument("--lr", type=float, default=3e-3); s.add_argument("--quiet", action="store_true")
+    s.add_argument("--overwrite", action="store_true", help="replace what --out holds")
     s.set_defaults(func=_sft_cmd)
     t = sub.add_parser("train", help="run a recipe: SFT warm start, then RL")
     t.add_argument("--recipe", default="arith-grpo", help=f"one of {sorted(RECIPES)}"); t.add_argument("--out", default="runs/train")
     t.add_argument("--steps", type=int, default=None); t.add_argument("--seed", type=int, default=0)
     t.add_argument("--resume", action="store_true"); t.add_argument("--quiet", action="store_true")
+    t.add_argument("--overwrite", action="store_true", help="replace what --out holds")
     t.set_defaults(func=_train_cmd)
     b = sub.add_parser("bench", help="benchmarks, side by side with the peer, as ratios")
     b.add_argument("name"); b.add_argument("--json", action="store_true"); b.set_defaults(func=_bench_cmd)
     return p
 
-def main(argv=None):
-    "Entry point of the `rlref` command."
+def _exit(command: str, message: str, code: int):
+    print(f"rlref {command}: " + " ".join(message.split()), file=sys.stderr)   # always one line
+    raise SystemExit(code)
+
+def main(argv=None) -> int:
+    "Entry point of the `rlref` command: a user error is one line `rlref CMD: error: ...` and exit status 2; Ctrl-C is one line and 130."
     args = build_parser().parse_args(argv)
     try: args.func(args)
-    except (ValueError, FileNotFoundError) as e: raise SystemExit(f"rlref {args.command}: error: {e}")
+    except RunInterrupted as e: _exit(args.command, str(e), 130)
+    except KeyboardInterrupt: _exit(args.command, "interrupted before anything was saved", 130)
+    except (ValueError, OSError) as e: _exit(args.command, f"error: {e}", 2)
+    return 0
+
+if __name__ == "__main__" and sys.argv[0].endswith("cli.py"): sys.exit(main())   # python -m rlref.cli

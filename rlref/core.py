@@ -12,7 +12,8 @@ import torch
 
 # %% auto #0
 __all__ = ['seed_everything', 'rng_state', 'set_rng_state', 'get_device', 'get_dtype', 'in_test', 'pick', 'masked_mean',
-           'JsonlLogger', 'read_jsonl', 'atomic_write', 'Timer']
+           'JsonlLogger', 'read_jsonl', 'atomic_write', 'RunDirError', 'check_out_path', 'holds_run_lock', 'run_lock',
+           'clear_run_dir', 'claim_run_dir', 'flatten_state', 'unflatten_state', 'Timer']
 
 # %% ../nbs/00_core.ipynb #a2c1a9e4
 def seed_everything(seed: int,  # the one seed for python, numpy and torch (CPU and all CUDA devices)
@@ -81,6 +82,8 @@ def masked_mean(values: torch.Tensor,  # any shape
     return (values * mask).sum(dim) / mask.sum(dim).clamp(min=1)
 
 # %% ../nbs/00_core.ipynb #386d6aa7
+import fcntl, shutil, warnings
+
 def _jsonable(v):
     if isinstance(v, torch.Tensor): v = v.item() if v.numel() == 1 else v.tolist()
     if isinstance(v, (np.floating, np.integer)): v = v.item()
@@ -94,11 +97,23 @@ class JsonlLogger:
         self.f = open(self.path, mode)
     def log(self, **row):
         self.f.write(json.dumps({k: _jsonable(v) for k, v in row.items()}) + "\n"); self.f.flush()
+    def sync(self): self.f.flush(); os.fsync(self.f.fileno())   # on disk, not only in the OS cache (before a checkpoint)
     def close(self): self.f.close()
 
 def read_jsonl(path) -> list[dict]:
-    "Read a JSON-lines file into a list of dicts."
-    return [json.loads(l) for l in Path(path).read_text().splitlines() if l.strip()]
+    "Read a JSON-lines file into a list of dicts. A torn last line (a crash while it was written) is dropped with a warning; a bad line anywhere else is an error naming it."
+    lines = [(i, l) for i, l in enumerate(Path(path).read_bytes().split(b"\n"), 1) if l.strip()]
+    rows = []
+    for j, (i, line) in enumerate(lines):
+        try: row = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e: row, why = None, getattr(e, "msg", "not UTF-8")
+        else: why = f"a JSON {type(row).__name__}, not an object"
+        if isinstance(row, dict): rows.append(row); continue
+        if j == len(lines) - 1:
+            warnings.warn(f"{path}:{i}: dropping a torn last line ({why}); the writer was stopped in the middle of it")
+            break
+        raise ValueError(f"{path}:{i}: damaged line ({why}); only the last line of a JSON-lines file may be torn")
+    return rows
 
 # %% ../nbs/00_core.ipynb #c4ad04f2
 @contextmanager
@@ -113,6 +128,118 @@ def atomic_write(path, mode="wb"):
         os.replace(tmp, path)
     finally:
         if tmp.exists(): tmp.unlink()
+
+# %% ../nbs/00_core.ipynb #7a3e9b02
+class RunDirError(ValueError):
+    "A run directory that cannot be used as asked (in use, not empty, not a directory, not writable, damaged)."
+
+def check_out_path(out) -> Path:  # the run directory (need not exist yet)
+    "`out` as a Path, once it is known to be usable: a non-empty path that is, or can be created as, a writable directory."
+    if out is None or not str(out).strip(): raise RunDirError(f"the run directory must be a non-empty path, got {out!r}")
+    out = Path(out)
+    if out.exists() and not out.is_dir(): raise RunDirError(f"run directory {out} exists and is not a directory")
+    parent = out
+    while not parent.exists() and parent != parent.parent: parent = parent.parent
+    if not parent.is_dir(): raise RunDirError(f"cannot create run directory {out}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK): raise RunDirError(f"run directory {out} is not writable ({parent}: permission denied)")
+    return out
+
+_RUN_LOCKS = {}  # resolved run directory -> [open lock file, depth] for the locks this process holds
+
+def holds_run_lock(out) -> bool:
+    "Whether this process holds the lock of run directory `out`."
+    return Path(out).is_dir() and str(Path(out).resolve()) in _RUN_LOCKS
+
+@contextmanager
+def run_lock(out):
+    "Hold the exclusive lock `out/.lock` (creating `out`); re-entrant within a process, refused at once if another process holds it. Yields (out, outermost)."
+    out = check_out_path(out)
+    try: out.mkdir(parents=True, exist_ok=True)
+    except OSError as e: raise RunDirError(f"cannot create run directory {out}: {e.strerror}") from None
+    key = str(out.resolve())
+    if key in _RUN_LOCKS: _RUN_LOCKS[key][1] += 1; outermost = False
+    else:
+        try: f = open(out / ".lock", "a+")
+        except OSError as e: raise RunDirError(f"cannot write to run directory {out}: {e.strerror}") from None
+        try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0); pid = f.read().strip() or "unknown"; f.close()
+            raise RunDirError(f"run directory {out} is in use by another process (pid {pid})") from None
+        f.seek(0); f.truncate(); f.write(f"{os.getpid()}\n"); f.flush()
+        _RUN_LOCKS[key] = [f, 1]; outermost = True
+    try: yield out, outermost
+    finally:
+        _RUN_LOCKS[key][1] -= 1
+        if not _RUN_LOCKS[key][1]:
+            f = _RUN_LOCKS.pop(key)[0]; fcntl.flock(f, fcntl.LOCK_UN); f.close()
+
+# %% ../nbs/00_core.ipynb #7a3e9b03
+def clear_run_dir(out, overwrite: bool = False,  # clear what is there instead of refusing
+                  keep: tuple = (),  # names this run has already written (e.g. 'sft'), left in place
+                  resumable: bool = True):  # whether the refusal should mention --resume
+    "Refuse a run directory that holds anything but its lock (and `keep`), or with `overwrite` delete it all."
+    out = Path(out)
+    found = sorted(p.name for p in out.iterdir() if p.name != ".lock" and p.name not in keep) if out.is_dir() else []
+    if found and not overwrite:
+        listing = ", ".join(found[:4]) + (", ..." if len(found) > 4 else "")
+        raise RunDirError(f"run directory {out} is not empty ({listing}); choose another --out, "
+                          + ("continue it with --resume, " if resumable else "") + "or replace it with --overwrite")
+    for name in found:
+        p = out / name
+        if p.is_dir() and not p.is_symlink(): shutil.rmtree(p)
+        else: p.unlink()
+
+@contextmanager
+def claim_run_dir(out, resume: bool = False, overwrite: bool = False, keep: tuple = (), resumable: bool = True):
+    "Lock run directory `out` for the block; a fresh (not `resume`) outermost claim also checks it is empty or clears it (`overwrite`)."
+    if resume and overwrite: raise RunDirError(f"resume and overwrite exclude each other: one continues the run in {out}, the other deletes it")
+    if resume and not check_out_path(out).is_dir(): raise FileNotFoundError(f"nothing to resume: run directory {out} does not exist")
+    with run_lock(out) as (out, outermost):
+        if outermost and not resume: clear_run_dir(out, overwrite, keep, resumable)
+        yield out
+
+# %% ../nbs/00_core.ipynb #7a3e9b06
+_TAGS = ("__tensor__", "__ndarray__", "__tuple__", "__items__")
+
+def flatten_state(obj,  # nested dicts/lists/tuples of tensors, numpy arrays and JSON scalars
+                 ) -> tuple[object, dict]:
+    "Split `obj` into a JSON-able skeleton and a flat {name: tensor} dict (CPU, contiguous: ready for safetensors)."
+    tensors = {}
+    def put(path, t):
+        name = path or "_"
+        if name in tensors: name = f"{name}#{len(tensors)}"
+        tensors[name] = (t.cpu() if t.device.type != "cpu" else t.clone()).contiguous(); return name
+    def walk(x, path):
+        if isinstance(x, torch.Tensor): return {"__tensor__": put(path, x.detach())}
+        if isinstance(x, np.ndarray):
+            if x.dtype.hasobject: raise TypeError(f"cannot store the object array at {path or 'the top'}")
+            flat = torch.from_numpy(np.ascontiguousarray(x).reshape(-1).view(np.uint8).copy())  # raw bytes
+            return {"__ndarray__": put(path, flat), "dtype": x.dtype.str, "shape": list(x.shape)}
+        if isinstance(x, np.generic): x = x.item()
+        if x is None or isinstance(x, (bool, int, float, str)): return x
+        if isinstance(x, (list, tuple)):
+            items = [walk(v, f"{path}/{i}") for i, v in enumerate(x)]
+            return {"__tuple__": items} if isinstance(x, tuple) else items
+        if isinstance(x, dict):
+            if all(isinstance(k, str) and k not in _TAGS for k in x): return {k: walk(v, f"{path}/{k}") for k, v in x.items()}
+            bad = [k for k in x if not (k is None or isinstance(k, (bool, int, float, str)))]
+            if bad: raise TypeError(f"cannot store the dict key {bad[0]!r} at {path or 'the top'}: keys must be JSON scalars")
+            return {"__items__": [[k, walk(v, f"{path}/{k}")] for k, v in x.items()]}
+        raise TypeError(f"cannot store a {type(x).__name__} at {path or 'the top'}: state must be tensors, numpy arrays, "
+                        "JSON scalars, and dicts/lists/tuples of them")
+    return walk(obj, ""), tensors
+
+def unflatten_state(skeleton, tensors: dict):
+    "Inverse of `flatten_state`."
+    if isinstance(skeleton, list): return [unflatten_state(v, tensors) for v in skeleton]
+    if not isinstance(skeleton, dict): return skeleton
+    if "__tensor__" in skeleton: return tensors[skeleton["__tensor__"]]
+    if "__ndarray__" in skeleton:
+        raw = tensors[skeleton["__ndarray__"]].numpy()
+        return raw.view(np.dtype(skeleton["dtype"])).reshape(skeleton["shape"]).copy()
+    if "__tuple__" in skeleton: return tuple(unflatten_state(v, tensors) for v in skeleton["__tuple__"])
+    if "__items__" in skeleton: return {k: unflatten_state(v, tensors) for k, v in skeleton["__items__"]}
+    return {k: unflatten_state(v, tensors) for k, v in skeleton.items()}
 
 # %% ../nbs/00_core.ipynb #81a5d1c9
 class Timer:

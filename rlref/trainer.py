@@ -22,9 +22,10 @@ from .losses import (grpo_loss, value_loss, online_dpo_loss, importance_weights,
                           zero_std_group_fraction, aggregate_loss, AGGREGATION_MODES, IS_MODES)
 
 # %% auto #0
-__all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'LossContext', 'Algorithm', 'register_algorithm',
-           'policy_gradient_loss', 'dpo_pairs', 'TrainConfig', 'recipe_config', 'Critic', 'lr_lambda', 'Trainer',
-           'soft_overlong_penalty', 'concat_rollouts', 'find_checkpoint', 'plot_report']
+__all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'RESUME_HARMLESS', 'LossContext', 'Algorithm',
+           'register_algorithm', 'policy_gradient_loss', 'dpo_pairs', 'TrainConfig', 'recipe_config', 'Critic',
+           'lr_lambda', 'Trainer', 'soft_overlong_penalty', 'concat_rollouts', 'stateful_hooks', 'read_manifest',
+           'find_checkpoint', 'check_resume', 'preflight_run', 'RunInterrupted', 'plot_report']
 
 # %% ../nbs/07_trainer.ipynb #a1f0c002
 @dataclass
@@ -629,87 +630,225 @@ def _update(self: Trainer, r: Rollout) -> dict:
     return {k: v / n_taken for k, v in taken.items()} if n_taken else {k: v / n_all for k, v in every.items()}
 
 # %% ../nbs/07_trainer.ipynb #72e573bb
-def _sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""): h.update(chunk)
-    return h.hexdigest()
+import re
+from safetensors.torch import save as _st_save, load as _st_load
+from .core import RunDirError, claim_run_dir, flatten_state, unflatten_state
+
+_MANIFEST = re.compile(r"step_(\d{6,})\.json")
+
+def _sha256(data: bytes) -> str: return hashlib.sha256(data).hexdigest()
+
+def _manifests(d: Path) -> list[Path]:
+    "The checkpoint manifests in `d`, oldest step first."
+    found = [p for p in d.iterdir() if _MANIFEST.fullmatch(p.name)] if d.is_dir() else []
+    return sorted(found, key=lambda p: int(_MANIFEST.fullmatch(p.name)[1]))
+
+def stateful_hooks(trainer) -> dict:
+    "{'point[i]': obj} for each hook that, or whose bound object (`fn.__self__`), has state_dict/load_state_dict; each object once."
+    found, seen = {}, set()
+    for point, fns in trainer.hooks.items():
+        for i, fn in enumerate(fns):
+            obj = next((o for o in (fn, getattr(fn, "__self__", None)) if o is not None
+                        and callable(getattr(o, "state_dict", None)) and callable(getattr(o, "load_state_dict", None))), None)
+            if obj is not None and id(obj) not in seen: seen.add(id(obj)); found[f"{point}[{i}]"] = obj
+    return found
 
 @patch
 def save_checkpoint(self: Trainer) -> Path:
-    "Write checkpoints/step_NNNNNN.pt atomically, then its manifest; keep the newest `keep_checkpoints`."
+    "Write checkpoints/step_NNNNNN.safetensors (tensors) and .state.json (the rest) atomically, then the manifest step_NNNNNN.json naming both with their SHA-256; keep the newest `keep_checkpoints`."
     for p in self.policy.parameters():
         if not torch.isfinite(p).all(): raise RuntimeError("refusing to checkpoint: the policy has non-finite weights")
     d = self.out / "checkpoints"; d.mkdir(parents=True, exist_ok=True)
-    path = d / f"step_{self.step:06d}.pt"
     state = dict(step=self.step, skipped_steps=self.skipped_steps, bad_steps=self.bad_steps, sft_accuracy=self.sft_accuracy,
-                 policy={k: v for k, v in self.policy.state_dict().items()}, opt=self.opt.state_dict(), sched=self.sched.state_dict(),
+                 policy=self.policy.state_dict(), opt=self.opt.state_dict(), sched=self.sched.state_dict(),
                  critic=self.critic.state_dict() if self.critic else None, rng=rng_state(),
-                 gens={k: g.get_state() for k, g in self.gens.items()}, config=asdict(self.cfg))
-    with atomic_write(path) as f: torch.save(state, f)
-    with atomic_write(path.with_suffix(".json"), "w") as f: f.write(json.dumps(dict(file=path.name, step=self.step, sha256=_sha256(path))))
-    for old in sorted(d.glob("step_*.json"))[:-self.cfg.keep_checkpoints]:
-        old.unlink(); old.with_suffix(".pt").unlink(missing_ok=True)
-    return path
+                 gens={k: g.get_state() for k, g in self.gens.items()}, config=asdict(self.cfg),
+                 hooks={k: dict(type=type(o).__qualname__, state=o.state_dict()) for k, o in stateful_hooks(self).items()})
+    skeleton, tensors = flatten_state(state)
+    stem, manifest = f"step_{self.step:06d}", dict(step=self.step)
+    for part, name, data in (("tensors", f"step_{self.step:06d}.safetensors", _st_save(tensors)),
+                             ("state", f"step_{self.step:06d}.state.json", json.dumps(skeleton).encode())):
+        with atomic_write(d / name) as f: f.write(data)
+        manifest[part] = dict(file=name, sha256=_sha256(data))
+    with atomic_write(d / f"{stem}.json", "w") as f: f.write(json.dumps(manifest))   # written last: it marks the checkpoint complete
+    for old in _manifests(d)[:-self.cfg.keep_checkpoints]:
+        old.unlink()
+        for suffix in (".safetensors", ".state.json"): (d / f"{old.stem}{suffix}").unlink(missing_ok=True)
+    self.checkpoint_step = self.step
+    return d / f"{stem}.json"
+
+# %% ../nbs/07_trainer.ipynb #c1a7e201
+def read_manifest(path) -> dict:
+    "A checkpoint manifest, validated: a JSON object whose `tensors` and `state` entries name a file inside its folder and its SHA-256."
+    path = Path(path)
+    try: info = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError: raise RunDirError(f"checkpoint manifest {path} is not UTF-8 text") from None
+    except json.JSONDecodeError as e: raise RunDirError(f"checkpoint manifest {path} is not JSON ({e.msg})") from None
+    if not isinstance(info, dict): raise RunDirError(f"checkpoint manifest {path} is a JSON {type(info).__name__}, not an object")
+    if "file" in info and "tensors" not in info:
+        raise RunDirError(f"checkpoint manifest {path} describes an old pickle checkpoint, which rlref no longer loads (it could run code)")
+    if type(info.get("step")) is not int: raise RunDirError(f"checkpoint manifest {path} has no integer 'step'")
+    for part, suffix in (("tensors", ".safetensors"), ("state", ".state.json")):
+        e = info.get(part)
+        if not (isinstance(e, dict) and isinstance(e.get("file"), str) and isinstance(e.get("sha256"), str)):
+            raise RunDirError(f"checkpoint manifest {path} has no valid {part!r} entry (a file name and its sha256)")
+        name = e["file"]
+        if Path(name).name != name or name in ("", ".", "..") or "\\" in name or not name.endswith(suffix):
+            raise RunDirError(f"checkpoint manifest {path} names {name!r}, which is not a {suffix} file in {path.parent}")
+    return info
+
+def _read_verified(path: Path, entry: dict) -> bytes:
+    "The bytes of the file a manifest entry names, checked against its SHA-256."
+    f = path.parent / entry["file"]
+    if not f.is_file(): raise RunDirError(f"checkpoint file {f} is missing")
+    data = f.read_bytes()
+    if _sha256(data) != entry["sha256"]: raise RunDirError(f"checkpoint file {f} is corrupt: its SHA-256 does not match the manifest")
+    return data
 
 def find_checkpoint(out) -> Path:
-    "The newest complete, uncorrupted checkpoint under out/checkpoints (warns about any it skips)."
+    "The manifest of the newest complete, uncorrupted checkpoint under out/checkpoints (warns about each one it skips)."
     d = Path(out) / "checkpoints"
-    manifests = sorted(d.glob("step_*.json")) if d.is_dir() else []
-    for pt in sorted(d.glob("step_*.pt")) if d.is_dir() else []:
-        if not pt.with_suffix(".json").exists(): warnings.warn(f"ignoring partial checkpoint {pt} (no manifest)")
+    manifests = _manifests(d)
+    for p in sorted(d.glob("*.pt")) if d.is_dir() else []:
+        warnings.warn(f"ignoring {p}: pickle checkpoints are never loaded (they can run code); rlref writes .safetensors + .json")
+    named = {f"{m.stem}{s}" for m in manifests for s in (".safetensors", ".state.json")}
+    for p in sorted(d.glob("step_*.safetensors")) if d.is_dir() else []:
+        if p.name not in named: warnings.warn(f"ignoring partial checkpoint {p} (no manifest)")
     for man in reversed(manifests):
-        try: info = json.loads(man.read_text()); pt = d / info["file"]
-        except (json.JSONDecodeError, KeyError) as e: warnings.warn(f"ignoring checkpoint manifest {man}: unreadable ({e})"); continue
-        if not pt.exists(): warnings.warn(f"ignoring checkpoint {pt}: file missing"); continue
-        if _sha256(pt) != info["sha256"]: warnings.warn(f"ignoring corrupt checkpoint {pt}: SHA-256 does not match its manifest"); continue
-        return pt
+        try:
+            info = read_manifest(man)
+            for part in ("tensors", "state"): _read_verified(man, info[part])
+        except RunDirError as e: warnings.warn(f"ignoring checkpoint: {e}"); continue
+        return man
     raise FileNotFoundError(f"no complete checkpoint to resume from in {d}")
 
+def _describe_hooks(hooks: dict) -> str: return ", ".join(f"{k}: {v}" for k, v in hooks.items()) or "none"
+
 @patch
-def load_checkpoint(self: Trainer, path):
-    "Restore every piece of state saved by save_checkpoint."
-    state = torch.load(path, map_location=self.device, weights_only=False)
+def load_checkpoint(self: Trainer, path):  # a manifest from find_checkpoint (or its .safetensors file)
+    "Restore every piece of state saved by save_checkpoint, hook state included; nothing is unpickled."
+    path = Path(path)
+    if path.name.endswith(".safetensors"): path = path.with_name(path.name.removesuffix(".safetensors") + ".json")
+    info = read_manifest(path)
+    try:
+        tensors = _st_load(_read_verified(path, info["tensors"]))
+        state = unflatten_state(json.loads(_read_verified(path, info["state"]).decode("utf-8")), tensors)
+    except RunDirError: raise
+    except Exception as e: raise RunDirError(f"checkpoint {path} cannot be read: {type(e).__name__}: {e}") from None
+    hooks = stateful_hooks(self)
+    mine, saved = {k: type(o).__qualname__ for k, o in hooks.items()}, {k: v["type"] for k, v in state["hooks"].items()}
+    if mine != saved:
+        raise RunDirError(f"checkpoint {path} was written with stateful hooks [{_describe_hooks(saved)}] but this trainer has "
+                          f"[{_describe_hooks(mine)}]; register the same hooks, in the same order, before resuming")
     self.policy.load_state_dict(state["policy"]); self.opt.load_state_dict(state["opt"]); self.sched.load_state_dict(state["sched"])
     if self.critic is not None: self.critic.load_state_dict(state["critic"])
     for k, g in self.gens.items(): g.set_state(state["gens"][k])
     set_rng_state(state["rng"])
+    for k, o in hooks.items(): o.load_state_dict(state["hooks"][k]["state"])
     self.step, self.skipped_steps, self.bad_steps = state["step"], state["skipped_steps"], state["bad_steps"]
-    self.sft_accuracy = state["sft_accuracy"]
+    self.sft_accuracy, self.checkpoint_step = state["sft_accuracy"], state["step"]
+
+# %% ../nbs/07_trainer.ipynb #c1a7e204
+RESUME_HARMLESS = ("progress", "out", "checkpoint_every", "keep_checkpoints")  # fields a resumed run may change: they do not change what it computes
+
+def _read_json(path: Path, what: str):
+    try: return json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e: raise RunDirError(f"{what} {path} is damaged ({e})") from None
+
+def check_resume(out, cfg: TrainConfig) -> dict | None:
+    "Refuse to resume the run in `out` with a config that would change it (only `steps` may grow); returns its summary if it already finished these steps, else None."
+    out = Path(out); cpath = out / "config.json"
+    if not cpath.is_file(): raise FileNotFoundError(f"nothing to resume in {out}: it has no config.json")
+    saved, new = _read_json(cpath, "run config"), json.loads(json.dumps(asdict(cfg)))
+    if not isinstance(saved, dict): raise RunDirError(f"run config {cpath} is damaged (not a JSON object)")
+    diff = [k for k in saved if k in new and k not in RESUME_HARMLESS + ("steps",) and saved[k] != new[k]]
+    if diff:
+        raise RunDirError(f"cannot resume {out} with a different config: " + "; ".join(f"{k} {saved[k]!r} -> {new[k]!r}" for k in diff)
+                          + " (a resumed run may only extend steps; start a new run for the others)")
+    if cfg.steps < saved["steps"]:
+        raise RunDirError(f"cannot resume {out} with steps={cfg.steps}: the run has steps={saved['steps']}, and steps can only be extended")
+    if cfg.steps != saved["steps"] and cfg.lr_schedule != "constant":
+        raise RunDirError(f"cannot extend {out} from {saved['steps']} to {cfg.steps} steps: its lr_schedule={cfg.lr_schedule!r} decays over the run's steps")
+    spath = out / "summary.json"
+    summary = _read_json(spath, "run summary") if spath.is_file() else None
+    return summary if isinstance(summary, dict) and summary.get("steps") == cfg.steps else None
+
+def preflight_run(cfg: TrainConfig, resume: bool = False, overwrite: bool = False):
+    "What `fit` checks about cfg.out, checked before anything is written (a caller that writes before `fit`, like the SFT warm start of `Trainer.setup`, calls this first); with `overwrite` it clears cfg.out."
+    if not cfg.out:
+        if resume: raise ValueError("resume needs cfg.out (the run directory to resume from)")
+        return
+    with claim_run_dir(cfg.out, resume=resume, overwrite=overwrite) as out:
+        if resume and check_resume(out, cfg) is None: find_checkpoint(out)
 
 # %% ../nbs/07_trainer.ipynb #c416f6d3
+class RunInterrupted(KeyboardInterrupt):
+    "Ctrl-C during `fit`: says at which step, and from which checkpoint `resume` would continue."
+    def __init__(self, step: int, checkpoint_step: int | None):
+        self.step, self.checkpoint_step = step, checkpoint_step
+        hint = (f"continue with --resume (from the checkpoint at step {checkpoint_step})" if checkpoint_step
+                else "no checkpoint yet, so start again with --overwrite")
+        super().__init__(f"interrupted at step {step}; {hint}")
+
 @patch
-def fit(self: Trainer, resume: bool = False) -> dict:
-    "Train for cfg.steps steps (resuming from the newest checkpoint if asked); returns the summary."
-    cfg, t_start = self.cfg, time.time()
-    log = None
-    if self.out is not None:
-        self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "config.json").write_text(json.dumps(asdict(cfg), indent=1))
+def fit(self: Trainer, resume: bool = False,  # continue the run in cfg.out from its newest complete checkpoint
+        overwrite: bool = False,  # replace whatever cfg.out holds (a fresh run refuses a non-empty directory otherwise)
+       ) -> dict:
+    "Train for cfg.steps steps and return the summary; with cfg.out, own the run directory while doing it (see above)."
+    cfg = self.cfg
+    if self.out is None:
+        if resume: raise ValueError("resume needs cfg.out (the run directory to resume from)")
+        self.history = []; return self._train_loop(None)
+    with claim_run_dir(self.out, resume=resume, overwrite=overwrite, keep=("sft",) if cfg.model is None else ()):
         mpath = self.out / "metrics.jsonl"
-        if resume:
+        if resume:                                             # every check before the first write
+            done = check_resume(self.out, cfg)
+            if done is not None:
+                self.history = read_jsonl(mpath) if mpath.exists() else []
+                return done | dict(already_finished=True)
             self.load_checkpoint(find_checkpoint(self.out))
-            kept = [r for r in read_jsonl(mpath) if r["step"] <= self.step] if mpath.exists() else []
-            with atomic_write(mpath, "w") as f: f.write("".join(json.dumps(r) + "\n" for r in kept))
+            self.history = [r for r in read_jsonl(mpath) if r.get("step", 0) <= self.step] if mpath.exists() else []
+            if [r.get("step") for r in self.history] != list(range(1, self.step + 1)):
+                warnings.warn(f"{mpath} does not hold one row for each of the {self.step} steps before the checkpoint; the resumed log will have gaps")
+            with atomic_write(mpath, "w") as f: f.write("".join(json.dumps(r) + "\n" for r in self.history))
+        else:
+            self.history = []
+            if cfg.model is None and (self.out / "sft").is_dir():   # the warm start setup saved: its accuracy, not a stale one
+                with atomic_write(self.out / "sft" / "sft.json", "w") as f: f.write(json.dumps(dict(sft_accuracy=self.sft_accuracy)))
+        with atomic_write(self.out / "config.json", "w") as f: f.write(json.dumps(asdict(cfg), indent=1))
         log = JsonlLogger(mpath, mode="a" if resume else "w")
-    elif resume: raise ValueError("resume needs cfg.out (the run directory to resume from)")
-    self.history = read_jsonl(self.out / "metrics.jsonl") if (resume and self.out) else []
+        try: return self._train_loop(log)
+        finally: log.close()
+
+@patch
+def _checkpoint(self: Trainer, log):
+    "Make the metrics rows so far durable, then checkpoint: a checkpoint never gets ahead of its log."
+    if log: log.sync()
+    self.save_checkpoint()
+
+@patch
+def _train_loop(self: Trainer, log) -> dict:
+    "The steps themselves: train, log, checkpoint (and once more at the end), then the summary and report."
+    cfg, t_start, first = self.cfg, time.time(), self.step
     bar = tqdm(total=cfg.steps, initial=self.step, desc=f"{cfg.algorithm}", disable=not cfg.progress)
-    while self.step < cfg.steps:
-        m = self.train_step()
-        self.history.append(m)
-        if log: log.log(**m)
-        bar.update(1); bar.set_postfix(reward=f"{m['reward_mean']:.2f}", **({"eval": f"{m['eval_accuracy']:.2f}"} if "eval_accuracy" in m else {}))
-        if self.out is not None and cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0: self.save_checkpoint()
-    bar.close()
-    if log: log.close()
-    evals = [h for h in self.history if h.get("eval_accuracy") is not None]
-    summary = dict(algorithm=cfg.algorithm, task=cfg.task, steps=cfg.steps, seed=cfg.seed, sft_accuracy=self.sft_accuracy,
-                   final_accuracy=evals[-1]["eval_accuracy"] if evals else None, skipped_steps=self.skipped_steps,
-                   wall_seconds=round(time.time() - t_start, 1))
-    if self.out is not None:
-        with atomic_write(self.out / "summary.json", "w") as f: f.write(json.dumps(summary, indent=1))
-        plot_report(self.history, self.out / "report.png", title=f"{cfg.algorithm} on {cfg.task}")
+    try:
+        while self.step < cfg.steps:
+            m = self.train_step()
+            self.history.append(m)
+            if log: log.log(**m)
+            bar.update(1); bar.set_postfix(reward=f"{m['reward_mean']:.2f}", **({"eval": f"{m['eval_accuracy']:.2f}"} if "eval_accuracy" in m else {}))
+            if self.out is not None and cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0: self._checkpoint(log)
+        if self.out is not None and cfg.checkpoint_every and self.step > first and getattr(self, "checkpoint_step", None) != self.step:
+            self._checkpoint(log)                              # the final state, so that extending `steps` resumes from the end
+        evals = [h for h in self.history if h.get("eval_accuracy") is not None]
+        summary = dict(algorithm=cfg.algorithm, task=cfg.task, steps=cfg.steps, seed=cfg.seed, sft_accuracy=self.sft_accuracy,
+                       final_accuracy=evals[-1]["eval_accuracy"] if evals else None, skipped_steps=self.skipped_steps,
+                       wall_seconds=round(time.time() - t_start, 1))
+        if self.out is not None:
+            with atomic_write(self.out / "summary.json", "w") as f: f.write(json.dumps(summary, indent=1))
+            plot_report(self.history, self.out / "report.png", title=f"{cfg.algorithm} on {cfg.task}")
+    except KeyboardInterrupt: raise RunInterrupted(self.step, getattr(self, "checkpoint_step", None)) from None
+    finally: bar.close()
     return summary
 
 # %% ../nbs/07_trainer.ipynb #534dd603

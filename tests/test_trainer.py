@@ -44,10 +44,10 @@ def test_unknown_recipe_and_resume_without_checkpoint(tmp_path):
 def test_corrupt_checkpoint_is_reported_and_skipped(tmp_path):
     cfg = recipe_config("arith-grpo", **(SMALL | dict(steps=2, checkpoint_every=1, out=str(tmp_path))))
     Trainer.setup(cfg).fit()
-    newest = sorted((tmp_path / "checkpoints").glob("step_*.pt"))[-1]
+    newest = sorted((tmp_path / "checkpoints").glob("step_*.safetensors"))[-1]
     newest.write_bytes(newest.read_bytes()[:-100] + b"x" * 100)
-    with pytest.warns(UserWarning, match="corrupt checkpoint"):
-        assert find_checkpoint(tmp_path).name == "step_000001.pt"
+    with pytest.warns(UserWarning, match="step_000002.safetensors is corrupt"):
+        assert find_checkpoint(tmp_path).name == "step_000001.json"
 
 def test_nonfinite_steps_are_skipped_then_stop(tmp_path):
     cfg = recipe_config("arith-grpo", **(SMALL | dict(steps=5, max_bad_steps=2)))

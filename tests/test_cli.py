@@ -1,0 +1,166 @@
+"""The `rlref` command with bad inputs and faults: every user error is one line `rlref CMD: error: ...` with exit
+status 2 (no traceback) and nothing of an earlier run is lost; Ctrl-C is one line and 130, and resume after it is exact."""
+import json, os, signal, subprocess, sys, time
+from pathlib import Path
+import pytest
+import rlref.trainer
+from rlref.cli import main
+
+TINY = dict(sft_steps=0, prompts_per_step=4, samples_per_prompt=4, eval_every=2, eval_limit=10, kl_every=0, checkpoint_every=2,
+            format_weight=0.5, lr=1e-3, task_kwargs=dict(n_train=200, n_test=20))
+# a subprocess running `rlref` with the tiny recipe registered (a real command line, a real process)
+CLI = [sys.executable, "-c", "import sys, rlref.trainer as t; t.RECIPES['tiny'] = " + repr(TINY) +
+       "; from rlref.cli import main; sys.exit(main(sys.argv[1:]))"]
+
+@pytest.fixture(autouse=True)
+def tiny_recipe(monkeypatch): monkeypatch.setitem(rlref.trainer.RECIPES, "tiny", TINY)
+
+def rlref_cmd(argv, capsys):
+    "Run `rlref ARGV` in this process: (exit status, stdout, stderr)."
+    try: main(argv); code = 0
+    except SystemExit as e: code = e.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+def snapshot(d: Path) -> dict:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file() and p.name != ".lock"}
+
+def rows(out):
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in map(json.loads, (Path(out) / "metrics.jsonl").read_text().splitlines())]
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli") / "run"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(rlref.trainer.RECIPES, "tiny", TINY)
+        main(["train", "--recipe", "tiny", "--steps", "4", "--out", str(d), "--quiet"])
+    return d
+
+@pytest.fixture
+def done(finished_run, tmp_path):
+    import shutil
+    d = tmp_path / "run"; shutil.copytree(finished_run, d); return d
+
+# ---------------------------------------------------------------- bad arguments: one line, exit 2, before any work
+@pytest.mark.parametrize("argv,msg", [
+    (["sft", "--batch-size", "0"], "batch_size must be >= 1, got 0"),
+    (["sft", "--batch-size", "-1"], "batch_size must be >= 1, got -1"),
+    (["sft", "--steps", "0"], "steps must be >= 1, got 0"),
+    (["sft", "--lr", "inf"], "lr must be a finite number > 0, got inf"),
+    (["sft", "--lr", "nan"], "lr must be a finite number > 0, got nan"),
+    (["sft", "--lr", "0"], "lr must be a finite number > 0, got 0.0"),
+    (["sft", "--lr", "-0.001"], "lr must be a finite number > 0, got -0.001"),
+    (["sft", "--seed", str(2**60)], f"seed must be in [0, 2**31), got {2**60}"),
+    (["sft", "--seed", "-1"], "seed must be in [0, 2**31), got -1"),
+    (["train", "--seed", str(2**60)], f"seed must be in [0, 2**31), got {2**60}"),
+    (["sft", "--task", "chess"], "unknown task 'chess'"),
+    (["train", "--recipe", "nope"], "unknown recipe 'nope'"),
+    (["sft", "--out", ""], "the run directory must be a non-empty path, got ''"),
+    (["train", "--out", ""], "the run directory must be a non-empty path, got ''"),
+    (["train", "--out", "/proc/rlref-no-such-dir/run"], "cannot create run directory /proc/rlref-no-such-dir/run: No such file or directory"),
+    (["train", "--resume", "--overwrite", "--out", "{tmp}"], "resume and overwrite exclude each other"),
+    (["train", "--resume", "--out", "{tmp}/nope"], "nothing to resume: run directory {tmp}/nope does not exist"),
+    (["train", "--resume", "--out", "{tmp}"], "nothing to resume in {tmp}: it has no config.json"),
+])
+def test_a_bad_argument_is_one_line_and_exit_2(tmp_path, capsys, argv, msg):
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    code, out, err = rlref_cmd(argv + (["--quiet"] if argv[0] in ("sft", "train") else []), capsys)
+    assert code == 2 and err.startswith(f"rlref {argv[0]}: error: {msg.format(tmp=tmp_path)}") and err.count("\n") == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []          # nothing was created
+
+@pytest.mark.parametrize("cmd", [["sft"], ["train", "--recipe", "tiny"]])
+def test_out_an_existing_file_fails_at_once_and_keeps_it(tmp_path, capsys, cmd):
+    f = tmp_path / "notes.txt"; f.write_text("precious")
+    code, _, err = rlref_cmd(cmd + ["--out", str(f), "--quiet"], capsys)
+    assert code == 2 and err == f"rlref {cmd[0]}: error: run directory {f} exists and is not a directory\n"
+    assert f.read_text() == "precious"
+
+# ---------------------------------------------------------------- a finished run is never touched by a failing command
+@pytest.mark.parametrize("argv,msg", [
+    (["train", "--recipe", "tiny", "--steps", "4"], "is not empty (.*); choose another --out, continue it with --resume, or replace it with --overwrite"),
+    (["train", "--recipe", "tiny", "--steps", "3", "--resume"], "cannot resume .* with steps=3: the run has steps=4, and steps can only be extended"),
+    (["train", "--recipe", "arith-rloo", "--resume"], "cannot resume .* with a different config: .*algorithm 'grpo' -> 'rloo'"),
+    (["train", "--recipe", "tiny", "--steps", "4", "--resume", "--seed", "3"], "with a different config: seed 0 -> 3"),
+    (["sft", "--steps", "5"], "is not empty (.*); choose another --out, or replace it with --overwrite"),
+    (["train", "--recipe", "tiny", "--steps", "4", "--overwrite", "--seed", str(2**31)], "seed must be in"),
+])
+def test_a_failing_command_leaves_a_finished_run_byte_identical(done, capsys, argv, msg):
+    import re
+    before = snapshot(done)
+    code, out, err = rlref_cmd(argv + ["--out", str(done), "--quiet"], capsys)
+    assert code == 2 and re.fullmatch(rf"rlref {argv[0]}: error: .*{msg}.*\n", err), err
+    assert snapshot(done) == before
+
+def test_resume_of_a_finished_run_says_so_and_changes_nothing(done, capsys):
+    before = snapshot(done)
+    code, out, err = rlref_cmd(["train", "--recipe", "tiny", "--steps", "4", "--resume", "--out", str(done), "--quiet"], capsys)
+    assert code == 0 and out.startswith(f"{done} already finished its 4 steps; nothing to do (extend it with --resume --steps N)\n")
+    assert snapshot(done) == before
+
+def test_overwrite_replaces_a_finished_run(done, capsys):
+    code, out, err = rlref_cmd(["train", "--recipe", "tiny", "--steps", "2", "--overwrite", "--out", str(done), "--quiet"], capsys)
+    assert code == 0 and json.loads((done / "summary.json").read_text())["steps"] == 2
+    assert sorted(p.name for p in (done / "checkpoints").glob("step_??????.json")) == ["step_000002.json"]
+
+def test_steps_0_prints_a_summary_without_final_accuracy(tmp_path, capsys):
+    code, out, err = rlref_cmd(["train", "--recipe", "tiny", "--steps", "0", "--out", str(tmp_path / "r"), "--quiet"], capsys)
+    assert code == 0 and "after SFT -> n/a after grpo (0 steps" in out
+
+def test_a_damaged_sft_model_on_resume_is_one_line_naming_it(done, capsys):
+    m = done / "sft" / "model.safetensors"; m.write_bytes(m.read_bytes()[:50])
+    before = snapshot(done)
+    code, _, err = rlref_cmd(["train", "--recipe", "tiny", "--steps", "6", "--resume", "--out", str(done), "--quiet"], capsys)
+    assert code == 2 and err.startswith(f"rlref train: error: cannot resume: the SFT warm start {m} is damaged (") and err.count("\n") == 1
+    assert snapshot(done) == before
+
+def test_damaged_manifests_on_resume_are_skipped_then_one_line(done, capsys):
+    d = done / "checkpoints"
+    for i, man in enumerate(sorted(d.glob("step_*.json"))): man.write_bytes([b"\xff\xfe", b"[]"][i % 2])
+    before = snapshot(done)
+    code, _, err = rlref_cmd(["train", "--recipe", "tiny", "--steps", "6", "--resume", "--out", str(done), "--quiet"], capsys)
+    assert code == 2 and err.splitlines()[-1] == f"rlref train: error: no complete checkpoint to resume from in {d}"
+    assert snapshot(done) == before
+
+def test_sft_refuses_a_non_empty_out_and_overwrite_replaces_it(tmp_path, capsys):
+    out = tmp_path / "sft"; out.mkdir(); (out / "old.txt").write_text("old")
+    code, _, err = rlref_cmd(["sft", "--steps", "2", "--out", str(out), "--quiet"], capsys)
+    assert code == 2 and err == f"rlref sft: error: run directory {out} is not empty (old.txt); choose another --out, or replace it with --overwrite\n"
+    code, out_, _ = rlref_cmd(["sft", "--steps", "2", "--batch-size", "8", "--out", str(out), "--overwrite", "--quiet"], capsys)
+    assert code == 0 and not (out / "old.txt").exists() and (out / "model" / "model.safetensors").is_file()
+
+# ---------------------------------------------------------------- real processes: the lock, Ctrl-C, python -m rlref.cli
+def test_a_second_command_on_a_busy_out_is_refused(tmp_path):
+    out = tmp_path / "run"
+    hold = "import sys; from rlref.core import run_lock; cm = run_lock(sys.argv[1]); cm.__enter__(); print('locked', flush=True); sys.stdin.read()"
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        for cmd in (["train", "--recipe", "tiny"], ["sft"]):
+            exe = CLI if cmd[0] == "train" else [sys.executable, "-m", "rlref.cli"]
+            r = subprocess.run(exe + cmd + ["--out", str(out), "--quiet"], capture_output=True, text=True, timeout=300)
+            assert r.returncode == 2 and r.stderr == f"rlref {cmd[0]}: error: run directory {out} is in use by another process (pid {holder.pid})\n", r.stderr
+        assert sorted(p.name for p in out.iterdir()) == [".lock"]
+    finally: holder.stdin.close(); holder.wait(timeout=60)
+
+def test_ctrl_c_is_one_line_exit_130_and_resume_is_exact(tmp_path):
+    ref, cut = tmp_path / "ref", tmp_path / "cut"
+    args = ["train", "--recipe", "tiny", "--steps", "40", "--quiet"]
+    p = subprocess.Popen(CLI + args + ["--out", str(cut)], stderr=subprocess.PIPE, text=True)
+    m, deadline = cut / "metrics.jsonl", time.time() + 300
+    while time.time() < deadline and not (m.exists() and len(m.read_text().splitlines()) >= 7): time.sleep(0.01)
+    p.send_signal(signal.SIGINT)
+    err = p.stderr.read(); p.wait(timeout=60)
+    n = len(m.read_text().splitlines())
+    assert p.returncode == 130 and n < 40, (p.returncode, n, err)
+    last = err.splitlines()[-1]
+    import re
+    assert re.fullmatch(r"rlref train: interrupted at step (\d+); continue with --resume \(from the checkpoint at step (\d+)\)", last), err
+    assert "Traceback" not in err
+    assert subprocess.run(CLI + args + ["--out", str(ref)], timeout=300).returncode == 0
+    r = subprocess.run(CLI + args + ["--out", str(cut), "--resume"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert rows(cut) == rows(ref)
+
+def test_python_m_rlref_cli_runs_the_command(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "rlref.cli", "sft", "--batch-size", "0"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and r.stderr == "rlref sft: error: batch_size must be >= 1, got 0\n"
