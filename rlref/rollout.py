@@ -100,13 +100,13 @@ def sample_logits(logits: torch.Tensor,  # (B, V) raw next-token logits
                   greedy: bool = False,  # argmax instead of sampling
                   generator: torch.Generator | None = None,  # the only source of randomness
                  ) -> tuple[torch.Tensor, torch.Tensor]:
-    "Draw one token per row; returns (tokens (B,), log-prob of each under the distribution it was drawn from)."
+    "Draw one token per row, exactly (Gumbel-max); returns (tokens (B,), log-prob of each under the distribution it was drawn from)."
     logp = torch.log_softmax(truncate_logits(logits.float() / temperature, top_k, top_p), -1)  # (B, V)
     if greedy: tok = logp.argmax(-1)  # (B,)
-    else:  # inverse-CDF sampling: one uniform per row instead of multinomial's one exponential per vocabulary entry
-        cdf = logp.exp().cumsum(-1)  # (B, V)
-        u = 1.0 - torch.rand(cdf.shape[0], 1, device=cdf.device, generator=generator)  # (B, 1) in (0, 1]
-        tok = torch.searchsorted(cdf, u * cdf[:, -1:]).squeeze(-1).clamp(max=cdf.shape[-1] - 1)  # first index with cdf >= u
+    else:  # argmax(log p + G) with G = -log(-log U) independent per token is a draw from p; U has 53 random bits in float64
+        g = torch.rand(logp.shape, dtype=torch.float64, device=logp.device, generator=generator)  # (B, V) U in [0, 1)
+        g = g.neg_().add_(1).log_().neg_().clamp_(min=torch.finfo(g.dtype).tiny).log_().neg_()  # (B, V) G = -log(-log(1 - U)), in place
+        tok = g.add_(logp).argmax(-1)  # (B,) a truncated token has log p = -inf and never wins
     return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
 
 # %% ../nbs/03_rollout.ipynb #9b9d9d06

@@ -132,3 +132,52 @@ def test_fused_refused_where_unsupported(policy):
     from rlref.kvcache import make_kv_policy
     with pytest.raises(ValueError, match="fused=True needs"):
         sample(model, tok, PROMPTS, max_new_tokens=4, fused=True, kv_policy=make_kv_policy("sink", 8))
+
+# --- exact sampling -------------------------------------------------------------------------------------------------
+from math import exp, factorial, log, log1p
+from rlref.rollout import sample_logits
+
+def _binom_interval(n: int, p: float, alpha: float = 1e-3) -> tuple[int, int]:
+    "Counts (lo, hi) of Binomial(n, p) with at most alpha/2 of the probability below lo and above hi (normal, or Poisson when rare)."
+    mu = n * p
+    if mu * (1 - p) > 50: sd = (mu * (1 - p)) ** 0.5; return max(0, int(mu - 3.3 * sd)), int(mu + 3.3 * sd) + 1
+    cdf, k, lo = 0.0, 0, None
+    while True:
+        cdf += exp(-mu) * mu ** k / factorial(k)
+        if lo is None and cdf > alpha / 2: lo = k
+        if cdf > 1 - alpha / 2: return lo, k
+        k += 1
+
+def test_sampling_frequencies_match_probabilities():
+    "Every token, the 1e-4 one too, is drawn at its probability: counts within their 99.9% binomial intervals."
+    p = torch.tensor([0.5, 0.3, 0.15, 0.0499, 1e-4])
+    n = 200_000
+    tok, lp = sample_logits(p.log().expand(n, -1), generator=torch.Generator().manual_seed(0))
+    counts = torch.bincount(tok, minlength=len(p))
+    for c, pi in zip(counts.tolist(), p.tolist()):
+        lo, hi = _binom_interval(n, pi)
+        assert lo <= c <= hi, (c, n * pi, lo, hi)
+    torch.testing.assert_close(lp, p.log()[tok])
+
+def test_token_below_float32_cdf_resolution_is_drawn():
+    """p = [1 - q, q] with q = 2.5e-8: in float32 the first probability rounds to 1.0, so the CDF is [1, 1] and an
+    inverse-CDF sampler can never return token 1 (0 hits, always). The exact sampler draws it at rate q: about 5 times in
+    2e8 draws, at least once and within the 99.9% interval."""
+    q = 2.5e-8
+    z = torch.tensor([[log1p(-q), log(q)]])
+    cdf = torch.log_softmax(z, -1).exp().cumsum(-1)  # what an inverse-CDF sampler in float32 searches
+    assert cdf[0, 0] == cdf[0, 1]  # flat: no uniform ever lands on token 1
+    g, n, chunk, hits = torch.Generator().manual_seed(0), 200_000_000, 10_000_000, 0
+    for _ in range(n // chunk):
+        tok, _ = sample_logits(z.expand(chunk, -1), generator=g)
+        hits += int(tok.sum())
+    lo, hi = _binom_interval(n, q)
+    assert max(lo, 1) <= hits <= hi, (hits, n * q, lo, hi)
+
+def test_sample_logits_reproducible_with_generator_state():
+    z = torch.randn(64, 1000, generator=torch.Generator().manual_seed(1))
+    g = torch.Generator().manual_seed(3); state = g.get_state()
+    a, _ = sample_logits(z, temperature=0.7, top_p=0.95, generator=g)
+    g.set_state(state)
+    b, _ = sample_logits(z, temperature=0.7, top_p=0.95, generator=g)
+    assert torch.equal(a, b)
