@@ -4,7 +4,7 @@
 
 # %% ../nbs/03_rollout.ipynb #58c001b5
 from __future__ import annotations
-import time, math
+import time, math, numbers
 from dataclasses import dataclass, field, fields, replace
 import torch
 import torch.nn.functional as F
@@ -13,7 +13,7 @@ from .core import Timer
 # %% auto #0
 __all__ = ['GROW_SLOTS', 'FUSED_MODEL_TYPES', 'Rollout', 'batch_plan', 'truncate_logits', 'sample_logits', 'encode_prompts',
            'SlotKVCache', 'decoder_parts', 'rope', 'attention', 'decoder_block', 'fused_cache_forward',
-           'shared_prefix_logits', 'sample', 'completion_logprobs']
+           'shared_prefix_logits', 'check_sampling', 'sample', 'token_logprobs', 'completion_logprobs']
 
 # %% ../nbs/03_rollout.ipynb #1ff7567c
 @dataclass
@@ -100,19 +100,21 @@ def sample_logits(logits: torch.Tensor,  # (B, V) raw next-token logits
                   greedy: bool = False,  # argmax instead of sampling
                   generator: torch.Generator | None = None,  # the only source of randomness
                  ) -> tuple[torch.Tensor, torch.Tensor]:
-    "Draw one token per row; returns (tokens (B,), log-prob of each under the distribution it was drawn from)."
+    "Draw one token per row, exactly (Gumbel-max); returns (tokens (B,), log-prob of each under the distribution it was drawn from)."
     logp = torch.log_softmax(truncate_logits(logits.float() / temperature, top_k, top_p), -1)  # (B, V)
     if greedy: tok = logp.argmax(-1)  # (B,)
-    else:  # inverse-CDF sampling: one uniform per row instead of multinomial's one exponential per vocabulary entry
-        cdf = logp.exp().cumsum(-1)  # (B, V)
-        u = 1.0 - torch.rand(cdf.shape[0], 1, device=cdf.device, generator=generator)  # (B, 1) in (0, 1]
-        tok = torch.searchsorted(cdf, u * cdf[:, -1:]).squeeze(-1).clamp(max=cdf.shape[-1] - 1)  # first index with cdf >= u
+    else:  # argmax(log p + G) with G = -log(-log U) independent per token is a draw from p; U has 53 random bits in float64
+        g = torch.rand(logp.shape, dtype=torch.float64, device=logp.device, generator=generator)  # (B, V) U in [0, 1)
+        g = g.neg_().add_(1).log_().neg_().clamp_(min=torch.finfo(g.dtype).tiny).log_().neg_()  # (B, V) G = -log(-log(1 - U)), in place
+        tok = g.add_(logp).argmax(-1)  # (B,) a truncated token has log p = -inf and never wins
     return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
 
 # %% ../nbs/03_rollout.ipynb #9b9d9d06
 def encode_prompts(tokenizer, prompts: list[str], n: int = 1, device=None) -> tuple[torch.Tensor, torch.Tensor]:
     "Left-padded `(ids, mask)` of shape (len(prompts)*n, P), prompt-major (each prompt repeated n times)."
     rows = [tokenizer(p)["input_ids"] for p in prompts]
+    empty = [i for i, r in enumerate(rows) if not r]
+    if empty: raise ValueError(f"prompt {empty[0]} ({prompts[empty[0]]!r}) tokenizes to no tokens; every prompt needs at least one")
     P = max(map(len, rows))
     ids = torch.tensor([[tokenizer.pad_token_id] * (P - len(r)) + r for r in rows], device=device)  # (N, P)
     mask = torch.tensor([[0] * (P - len(r)) + [1] * len(r) for r in rows], device=device)  # (N, P)
@@ -252,9 +254,9 @@ def shared_prefix_logits(parts, prompt_ids: torch.Tensor,  # (B, P) left-padded 
     "Logits (B, C, V) predicting each completion token, running every distinct prompt through the model once."
     inner, head = parts
     (B, P), C = prompt_ids.shape, completion_ids.shape[1]
-    uniq, inverse = torch.unique(prompt_ids, dim=0, return_inverse=True)  # (U, P), (B,)
-    first = torch.full((len(uniq),), B, device=inverse.device).scatter_reduce(0, inverse, torch.arange(B, device=inverse.device), "amin")
-    pmask = prompt_mask[first].bool()  # (U, P)
+    key = torch.cat([prompt_ids, prompt_mask.to(prompt_ids.dtype)], 1)  # (B, 2P) a prompt is its ids *and* its mask (pad may be eos)
+    uniq_key, inverse = torch.unique(key, dim=0, return_inverse=True)  # (U, 2P), (B,)
+    uniq, pmask = uniq_key[:, :P], uniq_key[:, P:].bool()  # (U, P), (U, P)
     p_pos = (pmask.cumsum(1) - 1).clamp(min=0)  # (U, P)
     c_pos = pmask.sum(1)[inverse][:, None] + torch.arange(C, device=prompt_ids.device)  # (B, C)
     x_p, x_c = inner.embed_tokens(uniq), inner.embed_tokens(completion_ids)  # (U, P, d), (B, C, d)
@@ -274,14 +276,21 @@ def shared_prefix_logits(parts, prompt_ids: torch.Tensor,  # (B, P) left-padded 
     return head(h)  # (B, C, V)
 
 # %% ../nbs/03_rollout.ipynb #c0821eda
+def check_sampling(temperature: float, top_k: int = 0, top_p: float = 1.0):
+    "A one-line ValueError for a temperature, top-k or top-p that neither the sampler nor the learner can use."
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or not (math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r} (argmax decoding: greedy=True, log-probs still at this temperature)")
+    if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 0:
+        raise ValueError(f"top_k must be an int >= 0 (0 = off), got {top_k!r}")
+    if isinstance(top_p, bool) or not isinstance(top_p, numbers.Real) or not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be a number in (0, 1] (1 = off), got {top_p!r}")
+
 def _check_sample_args(prompts, n, max_new_tokens, temperature, top_k, top_p, greedy):
     if not isinstance(prompts, (list, tuple)) or not prompts or not all(isinstance(p, str) for p in prompts):
-        raise ValueError("prompts must be a non-empty list of strings")
-    if not isinstance(n, int) or n < 1: raise ValueError(f"n (samples per prompt) must be an int >= 1, got {n!r}")
-    if not isinstance(max_new_tokens, int) or max_new_tokens < 1: raise ValueError(f"max_new_tokens must be an int >= 1, got {max_new_tokens!r}")
-    if not greedy and not temperature > 0: raise ValueError(f"temperature must be > 0 for sampling, got {temperature}; use greedy=True for argmax decoding")
-    if top_k < 0: raise ValueError(f"top_k must be >= 0 (0 = off), got {top_k}")
-    if not 0 < top_p <= 1: raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        raise ValueError(f"prompts must be a non-empty list of strings, got {type(prompts).__name__} of length {len(prompts) if hasattr(prompts, '__len__') else '?'}")
+    for name, v in (("n (samples per prompt)", n), ("max_new_tokens", max_new_tokens)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1: raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+    check_sampling(temperature, top_k, top_p)
 
 class _AttentionRecorder:
     "Context manager: run attention in eager mode (when `eager`) and keep each layer's (B, H, q, S) weights (when `record`)."
@@ -401,6 +410,20 @@ def sample(model, tokenizer, prompts: list[str],
                    lengths=lengths, truncated=~is_eos.any(1), prompts=[p for p in prompts for _ in range(n)],
                    completions=tokenizer.batch_decode(completion_ids, skip_special_tokens=True), extras=extras)
 
+# %% ../nbs/03_rollout.ipynb #5a1e0c0b
+def token_logprobs(logits: torch.Tensor,  # (..., V) temperature-scaled logits
+                   tokens: torch.Tensor,  # (...) the sampled tokens
+                   top_k: int = 0, top_p: float = 1.0,  # the sampler's truncation, replayed
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    "(log-probs (..., V) after truncation, log-prob (...) of each token, (...) True where a token fell outside the support and got its untruncated log-prob)."
+    logp = torch.log_softmax(truncate_logits(logits, top_k, top_p), -1)  # (..., V)
+    lp = logp.gather(-1, tokens[..., None]).squeeze(-1)  # (...)
+    outside = lp.isneginf()  # (...) only possible with truncation
+    if (top_k or top_p < 1.0) and bool(outside.any()):
+        full = torch.log_softmax(logits, -1).gather(-1, tokens[..., None]).squeeze(-1)  # (...)
+        lp = torch.where(outside, full, lp)
+    return logp, lp, outside
+
 # %% ../nbs/03_rollout.ipynb #9ca87d97
 def completion_logprobs(model, rollout: Rollout,
                         temperature: float = 1.0,  # the sampler's temperature (logits are divided by it)
@@ -409,16 +432,18 @@ def completion_logprobs(model, rollout: Rollout,
                         attention_mask_4d: torch.Tensor | None = None,  # (B, 1, T, T) additive shadow mask (rlref.kvcache)
                         top_k: int = 0, top_p: float = 1.0,  # replay the sampler's truncation (see the pitfall above)
                         fused: bool | None = None,  # shared-prefix fused forward (None: whenever the model allows and no 4D mask is given)
+                        stats: dict | None = None,  # if given, gets "outside_support": completion tokens outside the replayed truncation
                        ) -> tuple[torch.Tensor, torch.Tensor | None]:
     "Per-token log-probs (B, C) of the completions under `model` from a dense forward, and entropies; 0 on padding."
-    if not temperature > 0: raise ValueError(f"temperature must be > 0, got {temperature}")
+    check_sampling(temperature, top_k, top_p)
+    if micro_batch_size is not None and (isinstance(micro_batch_size, bool) or not isinstance(micro_batch_size, numbers.Integral) or micro_batch_size < 1):
+        raise ValueError(f"micro_batch_size must be None (all rows at once) or an int >= 1, got {micro_batch_size!r}")
     B, P = rollout.prompt_ids.shape
     mbs = micro_batch_size or B
-    if mbs < 1: raise ValueError(f"micro_batch_size must be >= 1, got {mbs}")
     parts = decoder_parts(model) if fused is not False and attention_mask_4d is None else None
     if fused and parts is None: raise ValueError("fused=True needs a Llama-family model (see decoder_parts) and no attention_mask_4d")
     ids, mask, pos, cmask = rollout.input_ids, rollout.attention_mask, rollout.position_ids, rollout.completion_mask
-    lps, ents = [], []
+    lps, ents, n_outside = [], [], 0
     for i in range(0, B, mbs):
         sl = slice(i, i + mbs)
         if parts is not None:
@@ -426,10 +451,11 @@ def completion_logprobs(model, rollout: Rollout,
         else:
             am = mask[sl] if attention_mask_4d is None else attention_mask_4d[sl]
             logits = model(input_ids=ids[sl], attention_mask=am, position_ids=pos[sl], use_cache=False).logits[:, P - 1:-1]  # (b, C, V)
-        logits = truncate_logits(logits.float() / temperature, top_k, top_p)  # (b, C, V) predicts completion tokens
-        logp = torch.log_softmax(logits, -1)  # (b, C, V)
-        lps.append(logp.gather(-1, rollout.completion_ids[sl, :, None]).squeeze(-1).masked_fill(cmask[sl] == 0, 0.0))  # (b, C)
+        logp, lp, outside = token_logprobs(logits.float() / temperature, rollout.completion_ids[sl], top_k, top_p)  # (b, C, V), (b, C), (b, C)
+        lps.append(lp.masked_fill(cmask[sl] == 0, 0.0))  # (b, C)
+        if stats is not None: n_outside += int((outside & (cmask[sl] == 1)).sum())
         if with_entropy:
             p = logp.exp()
             ents.append((-(p * logp.nan_to_num(neginf=0.0)).sum(-1)).masked_fill(cmask[sl] == 0, 0.0))  # (b, C)
+    if stats is not None: stats["outside_support"] = n_outside
     return torch.cat(lps), (torch.cat(ents) if with_entropy else None)

@@ -59,7 +59,7 @@ def test_rollout_fields_and_select(policy):
     assert len(sub) == 2 and sub.prompts == [ro.prompts[3], ro.prompts[0]] and torch.equal(sub.input_ids, ro.input_ids[[3, 0]])
 
 @pytest.mark.parametrize("kw,msg", [(dict(n=0), "n (samples per prompt)"), (dict(max_new_tokens=0), "max_new_tokens"),
-                                    (dict(temperature=0.0), "temperature must be > 0"), (dict(temperature=-1.0), "temperature must be > 0"),
+                                    (dict(temperature=0.0), "temperature must be a finite number > 0"), (dict(temperature=-1.0), "temperature must be a finite number > 0"),
                                     (dict(top_p=1.5), "top_p"), (dict(top_k=-1), "top_k")])
 def test_bad_input(policy, kw, msg):
     model, tok = policy
@@ -80,7 +80,7 @@ def test_early_eos_rows_are_compacted_and_still_exact():
     "Make <eos> likely so rows finish at different steps: the finished rows leave the batch, parity must still hold."
     tok = make_char_tokenizer()
     model = make_tiny_llama(tok, "tiny", max_len=64, seed=1).eval()
-    with torch.no_grad(): model.model.embed_tokens.weight[tok.eos_token_id] *= 12  # tied weights: a big <eos> logit in many contexts
+    with torch.no_grad(): model.model.embed_tokens.weight[tok.eos_token_id] *= 14  # tied weights: a big <eos> logit in many contexts
     ro = sample(model, tok, PROMPTS * 4, n=2, max_new_tokens=12, generator=torch.Generator().manual_seed(0))
     assert len(set(ro.lengths.tolist())) > 2 and ro.truncated.float().mean() < 0.75, ro.lengths  # varied, mostly finished
     ends = ro.completion_ids[torch.arange(len(ro)), ro.lengths - 1]
@@ -132,3 +132,133 @@ def test_fused_refused_where_unsupported(policy):
     from rlref.kvcache import make_kv_policy
     with pytest.raises(ValueError, match="fused=True needs"):
         sample(model, tok, PROMPTS, max_new_tokens=4, fused=True, kv_policy=make_kv_policy("sink", 8))
+
+# --- exact sampling -------------------------------------------------------------------------------------------------
+from math import exp, factorial, log, log1p
+from rlref.rollout import sample_logits
+
+def _binom_interval(n: int, p: float, alpha: float = 1e-3) -> tuple[int, int]:
+    "Counts (lo, hi) of Binomial(n, p) with at most alpha/2 of the probability below lo and above hi (normal, or Poisson when rare)."
+    mu = n * p
+    if mu * (1 - p) > 50: sd = (mu * (1 - p)) ** 0.5; return max(0, int(mu - 3.3 * sd)), int(mu + 3.3 * sd) + 1
+    cdf, k, lo = 0.0, 0, None
+    while True:
+        cdf += exp(-mu) * mu ** k / factorial(k)
+        if lo is None and cdf > alpha / 2: lo = k
+        if cdf > 1 - alpha / 2: return lo, k
+        k += 1
+
+def test_sampling_frequencies_match_probabilities():
+    "Every token, the 1e-4 one too, is drawn at its probability: counts within their 99.9% binomial intervals."
+    p = torch.tensor([0.5, 0.3, 0.15, 0.0499, 1e-4])
+    n = 200_000
+    tok, lp = sample_logits(p.log().expand(n, -1), generator=torch.Generator().manual_seed(0))
+    counts = torch.bincount(tok, minlength=len(p))
+    for c, pi in zip(counts.tolist(), p.tolist()):
+        lo, hi = _binom_interval(n, pi)
+        assert lo <= c <= hi, (c, n * pi, lo, hi)
+    torch.testing.assert_close(lp, p.log()[tok])
+
+def test_token_below_float32_cdf_resolution_is_drawn():
+    """p = [1 - q, q] with q = 2.5e-8: in float32 the first probability rounds to 1.0, so the CDF is [1, 1] and an
+    inverse-CDF sampler can never return token 1 (0 hits, always). The exact sampler draws it at rate q: about 5 times in
+    2e8 draws, at least once and within the 99.9% interval."""
+    q = 2.5e-8
+    z = torch.tensor([[log1p(-q), log(q)]])
+    cdf = torch.log_softmax(z, -1).exp().cumsum(-1)  # what an inverse-CDF sampler in float32 searches
+    assert cdf[0, 0] == cdf[0, 1]  # flat: no uniform ever lands on token 1
+    g, n, chunk, hits = torch.Generator().manual_seed(0), 200_000_000, 10_000_000, 0
+    for _ in range(n // chunk):
+        tok, _ = sample_logits(z.expand(chunk, -1), generator=g)
+        hits += int(tok.sum())
+    lo, hi = _binom_interval(n, q)
+    assert max(lo, 1) <= hits <= hi, (hits, n * q, lo, hi)
+
+def test_sample_logits_reproducible_with_generator_state():
+    z = torch.randn(64, 1000, generator=torch.Generator().manual_seed(1))
+    g = torch.Generator().manual_seed(3); state = g.get_state()
+    a, _ = sample_logits(z, temperature=0.7, top_p=0.95, generator=g)
+    g.set_state(state)
+    b, _ = sample_logits(z, temperature=0.7, top_p=0.95, generator=g)
+    assert torch.equal(a, b)
+
+# --- top-k / top-p replay in the learner ----------------------------------------------------------------------------
+import copy
+from rlref.rollout import token_logprobs
+
+def test_replay_tie_at_kth_logit_outside_support():
+    "Sampler logits tie at the k-th place (both kept); the learner's break the tie: the dropped token keeps its full log-prob."
+    sampler_z, learner_z = torch.tensor([[2.0, 1.0, 1.0, 0.0]]), torch.tensor([[2.0, 1.0, 0.999, 0.0]])
+    tok = torch.tensor([2])
+    assert token_logprobs(sampler_z, tok, top_k=2)[1].isfinite().all()  # the sampler could draw token 2
+    logp, lp, outside = token_logprobs(learner_z.requires_grad_(), tok, top_k=2)
+    assert outside.tolist() == [True]
+    torch.testing.assert_close(lp, torch.log_softmax(learner_z, -1)[:, 2])  # the untruncated log-prob
+    lp.sum().backward()
+    assert learner_z.grad.isfinite().all() and learner_z.grad.abs().sum() > 0
+
+def test_replay_after_update_loss_and_gradient_finite(policy):
+    "Sample with top-k/top-p, change the weights, replay the truncation: on-policy PPO ratio, loss and gradients stay finite."
+    model, tok = policy
+    ro = sample(model, tok, PROMPTS, n=3, max_new_tokens=8, top_k=3, top_p=0.9, generator=torch.Generator().manual_seed(0))
+    moved = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in moved.parameters(): p.add_(0.01 * torch.randn(p.shape, generator=torch.Generator().manual_seed(1)))
+    stats = {}
+    lp, ent = completion_logprobs(moved, ro, top_k=3, top_p=0.9, stats=stats)
+    mask = ro.completion_mask.float()
+    assert stats["outside_support"] > 0 and stats["outside_support"] <= int(mask.sum())
+    assert lp.isfinite().all() and ent.isfinite().all()
+    ratio = (lp - lp.detach()).exp()  # on-policy: old log-probs are the learner's own
+    adv = torch.randn(len(ro), 1, generator=torch.Generator().manual_seed(2))
+    loss = -(ratio * adv * mask).sum() / mask.sum() - 0.01 * (ent * mask).sum() / mask.sum()
+    loss.backward()
+    assert loss.isfinite()
+    assert all(p.grad.isfinite().all() for p in moved.parameters() if p.grad is not None)
+    lp_same, _ = completion_logprobs(model, ro, top_k=3, top_p=0.9, stats=(same := {}))
+    assert same["outside_support"] == 0  # no update: the replay is exact and nothing falls outside
+
+# --- shared-prefix dedupe with pad == eos -----------------------------------------------------------------------------
+def test_shared_prefix_dedupes_by_ids_and_mask():
+    """pad == eos and no <bos> (as in Qwen): '12=' left-padded with <eos> and '<eos>12=' have the same ids and different
+    masks. The fused learner must treat them as two prompts and equal the model's own forward."""
+    from tokenizers import processors
+    tok = make_char_tokenizer(); tok.pad_token = tok.eos_token
+    tok.backend_tokenizer.post_processor = processors.TemplateProcessing(single="$A")  # no <bos>
+    model = make_tiny_llama(tok, "tiny", max_len=64, seed=0).eval()
+    assert model.config.pad_token_id == model.config.eos_token_id
+    ro = sample(model, tok, ["12=", "<eos>12="], n=2, max_new_tokens=6, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(ro.prompt_ids[0], ro.prompt_ids[2]) and not torch.equal(ro.prompt_mask[0], ro.prompt_mask[2])
+    with torch.no_grad():
+        fu, ent_fu = completion_logprobs(model, ro, fused=True)
+        hf, ent_hf = completion_logprobs(model, ro, fused=False)
+    torch.testing.assert_close(fu, hf, atol=1e-5, rtol=0)
+    torch.testing.assert_close(ent_fu, ent_hf, atol=1e-5, rtol=0)
+    torch.testing.assert_close(fu, ro.sampler_logprobs, atol=1e-5, rtol=0)
+
+# --- argument validation ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kw,msg", [(dict(temperature=float("inf")), "temperature must be a finite number > 0"),
+                                    (dict(temperature=float("nan")), "temperature must be a finite number > 0"),
+                                    (dict(greedy=True, temperature=0.0), "temperature must be a finite number > 0"),
+                                    (dict(top_k=2.5), "top_k must be an int"), (dict(top_k=None), "top_k must be an int"),
+                                    (dict(top_p=float("nan")), "top_p"), (dict(top_p=0.0), "top_p"),
+                                    (dict(n=True), "n (samples per prompt)"), (dict(max_new_tokens=2.0), "max_new_tokens"),
+                                    (dict(prompts=[]), "non-empty list"), (dict(prompts="12+34="), "non-empty list")])
+def test_bad_sample_args(policy, kw, msg):
+    model, tok = policy
+    kw = dict(prompts=PROMPTS) | kw
+    with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)")): sample(model, tok, **kw)
+
+def test_prompt_with_no_tokens(policy):
+    from tokenizers import processors
+    model, _ = policy
+    tok = make_char_tokenizer(); tok.backend_tokenizer.post_processor = processors.TemplateProcessing(single="$A")
+    with pytest.raises(ValueError, match="prompt 1 .* no tokens"): sample(model, tok, ["1=", ""], max_new_tokens=2)
+
+@pytest.mark.parametrize("kw,msg", [(dict(top_k=-1), "top_k"), (dict(top_p=0.0), "top_p"), (dict(top_p=1.5), "top_p"),
+                                    (dict(temperature=float("inf")), "temperature"), (dict(temperature=0.0), "temperature"),
+                                    (dict(micro_batch_size=0), "micro_batch_size"), (dict(micro_batch_size=2.5), "micro_batch_size")])
+def test_bad_completion_logprobs_args(policy, kw, msg):
+    model, tok = policy
+    ro = sample(model, tok, PROMPTS[:2], max_new_tokens=3, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match=msg): completion_logprobs(model, ro, **kw)
