@@ -68,3 +68,71 @@ def tiny():
                                       (Dataset.from_list([dict(prompt="1+1=", answer="2")]), 0)])
 def test_exact_match_refuses_empty(tiny, ds, limit):
     with pytest.raises(ValueError, match="exact_match needs at least one row"): exact_match(*tiny, ds, limit=limit)
+
+# ---------------------------------------------------------------- models: SFT warm start, load_policy
+TOY = [dict(prompt="1+2=", answer="3"), dict(prompt="2+2=", answer="4")]
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(steps=0), "steps must be an integer >= 1, got 0"),
+    (dict(batch_size=0), "batch_size must be an integer >= 1, got 0"),
+    (dict(batch_size=-1), "batch_size must be an integer >= 1, got -1"),
+    (dict(lr=float("inf")), "lr must be finite and > 0, got inf"),
+    (dict(lr=float("nan")), "lr must be finite and > 0, got nan"),
+    (dict(lr=0.0), "lr must be finite and > 0, got 0.0"),
+    (dict(eval_every=0), "eval_every must be an integer >= 1, got 0"),
+    (dict(log_every=0), "log_every must be an integer >= 1, got 0"),
+    (dict(warmup=-1), "warmup must be >= 0"),
+    (dict(stop_at=0.5), "stop_at needs an eval_fn"),
+])
+def test_sft_refuses_bad_settings(tiny, kw, msg):
+    model, tok = tiny
+    before = [p.detach().clone() for p in model.parameters()]
+    with pytest.raises(ValueError) as e: sft_warm_start(model, tok, TOY, progress=False, **kw)
+    assert msg in str(e.value)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))     # refused before any step
+
+def test_sft_refuses_empty_dataset(tiny):
+    with pytest.raises(ValueError, match="the SFT dataset is empty"): sft_warm_start(*tiny, [], steps=1, progress=False)
+
+def test_sft_warmup_zero_is_allowed():
+    tok = make_char_tokenizer(); m = make_tiny_llama(tok, max_len=32)
+    assert sft_warm_start(m, tok, TOY, steps=2, batch_size=2, warmup=0, progress=False)[-1]["step"] == 2
+
+def test_sft_stops_on_the_named_metric_not_dict_order():
+    tok = make_char_tokenizer(); m = make_tiny_llama(tok, max_len=32)
+    # the first metric (loss_eval) never reaches 0.5; the named one (exact_match) does at the first evaluation
+    ev = lambda model: dict(loss_eval=0.0, exact_match=1.0)
+    h = sft_warm_start(m, tok, TOY, steps=6, batch_size=2, eval_every=2, log_every=100, stop_at=0.5, progress=False, eval_fn=ev)
+    assert h[-1]["step"] == 2
+    h = sft_warm_start(m, tok, TOY, steps=6, batch_size=2, eval_every=2, log_every=100, stop_at=0.5, progress=False,
+                       eval_fn=ev, stop_metric="loss_eval")
+    assert h[-1]["step"] == 6
+
+def test_sft_stop_metric_missing_is_named():
+    tok = make_char_tokenizer(); m = make_tiny_llama(tok, max_len=32)
+    with pytest.raises(ValueError, match=r"stop_at reads eval_fn's 'exact_match', but eval_fn returned \['acc'\]"):
+        sft_warm_start(m, tok, TOY, steps=2, batch_size=2, eval_every=1, stop_at=0.5, progress=False, eval_fn=lambda model: dict(acc=1.0))
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
+def test_load_policy_damaged_weights_names_the_file(tiny, tmp_path, damage):
+    save_policy(*tiny, tmp_path)
+    f = tmp_path / "model.safetensors"; b = f.read_bytes()
+    f.write_bytes({"truncate": b[: len(b) // 2], "garbage": b"\x00" * 100, "empty": b""}[damage])
+    with pytest.raises(ValueError) as e: load_policy(tmp_path, device="cpu")
+    assert f"cannot load {str(f)!r}: the file is damaged or incomplete" in str(e.value) and "\n" not in str(e.value)
+
+def test_load_policy_damaged_tokenizer_names_the_file(tiny, tmp_path):
+    save_policy(*tiny, tmp_path)
+    (tmp_path / "tokenizer.json").write_text("{not json")
+    with pytest.raises(ValueError, match="tokenizer.json'. the file is damaged"): load_policy(tmp_path, device="cpu")
+
+def test_load_policy_missing_dir_and_missing_weights(tiny, tmp_path):
+    with pytest.raises(FileNotFoundError, match="not a directory with a config.json"): load_policy(tmp_path / "nope", device="cpu")
+    save_policy(*tiny, tmp_path); (tmp_path / "model.safetensors").unlink()
+    with pytest.raises(FileNotFoundError, match="no file named model.safetensors"): load_policy(tmp_path, device="cpu")
+
+def test_load_policy_round_trip_unchanged(tmp_path):
+    tok = make_char_tokenizer(); model = make_tiny_llama(tok, max_len=32)
+    save_policy(model, tok, tmp_path)
+    m2, _ = load_policy(tmp_path, device="cpu")
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), m2.state_dict().values()))
