@@ -136,3 +136,102 @@ def test_load_policy_round_trip_unchanged(tmp_path):
     save_policy(model, tok, tmp_path)
     m2, _ = load_policy(tmp_path, device="cpu")
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), m2.state_dict().values()))
+
+# ---------------------------------------------------------------- replay
+from rlref.methods.replay import SumTree, ReplayBuffer, ReplayConfig, Replay
+
+def _filled(mode="fresh", n=12, cap=16, seed=0):
+    rng = np.random.default_rng(seed)
+    b = ReplayBuffer(cap, mode, alpha=0.7, tau=3.0 if mode == "fresh" else None)
+    for step in range(3):
+        b.refresh(step)
+        b.add([dict(ids=torch.arange(i + 1), reward=float(i), tag=f"s{step}") for i in range(n // 3)], rng.gamma(1.0, size=n // 3))
+    return b
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1.0])
+@pytest.mark.parametrize("how", ["update_priorities", "add"])
+def test_rejected_priority_leaves_the_buffer_intact(bad, how):
+    b = _filled()
+    before = dict(base=b.base.copy(), tree=b.tree.tree.copy()); draws = b.sample(32, np.random.default_rng(1))[0]
+    with pytest.raises(ValueError, match="priorities must be finite and >= 0"):
+        if how == "add": b.add(["x", "y"], [1.0, bad])          # the good first priority must not be written either
+        else: b.update_priorities(np.array([0, 1]), np.array([0.5, bad]))
+    assert len(b) == 12 and np.array_equal(b.base, before["base"]) and np.array_equal(b.tree.tree, before["tree"])
+    b.refresh(b.step)                                           # a full refresh recomputes from the untouched base
+    np.testing.assert_array_equal(b.sample(32, np.random.default_rng(1))[0], draws)
+
+@pytest.mark.parametrize("call,msg", [
+    (lambda t: t.update(0, float("nan")), "priorities must be finite and >= 0"),
+    (lambda t: t.update(0, -0.5), "priorities must be finite and >= 0"),
+    (lambda t: t.update(7, 1.0), "leaf index must be in [0, 5)"),
+    (lambda t: t.set_all(np.array([1., 2, np.nan, 1, 1])), "priorities must be finite and >= 0"),
+    (lambda t: t.set_all(np.array([1., -2, 1, 1, 1])), "priorities must be finite and >= 0"),
+    (lambda t: t.set_all(np.ones(3)), "need 5 leaf values"),
+])
+def test_sum_tree_refuses_before_writing(call, msg):
+    t = SumTree(5); t.set_all(np.array([1., 2, 3, 4, 0])); before = t.tree.copy()
+    with pytest.raises(ValueError) as e: call(t)
+    assert msg in str(e.value) and np.array_equal(t.tree, before)
+
+def test_update_priorities_refuses_bad_slots():
+    b = _filled()
+    with pytest.raises(ValueError, match="slots must be in"): b.update_priorities(np.array([0, 14]), np.array([1.0, 1.0]))
+    with pytest.raises(ValueError, match="2 slots but 1 priorities"): b.update_priorities(np.array([0, 1]), np.array([1.0]))
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(capacity=0), "capacity must be >= 1"), (dict(capacity=2.5), "capacity must be an integer"),
+    (dict(alpha=1.5), "alpha must be in [0, 1]"), (dict(beta0=-0.1), "beta0 must be in [0, 1]"),
+    (dict(tau=0.0), "tau must be > 0"), (dict(tau=None), "tau must be > 0"), (dict(priority="loss"), "unknown priority kind"),
+    (dict(mode="lifo"), "unknown replay mode"), (dict(updates=-1), "updates must be >= 0, got -1"),
+    (dict(batch_size=0), "batch_size must be >= 1, got 0"), (dict(beta_steps=-3), "beta_steps must be >= 0"),
+    (dict(min_size=4096), "min_size must be in [0, capacity=2048]"), (dict(seed=-1), "seed must be >= 0"),
+])
+def test_replay_config_refuses(kw, msg):
+    with pytest.raises(ValueError) as e: ReplayConfig(**kw)
+    assert msg in str(e.value)
+
+def _walk_plain(x):
+    "Only dicts with str keys, lists, tensors, numpy arrays and JSON scalars."
+    if isinstance(x, dict): assert all(isinstance(k, str) for k in x); [_walk_plain(v) for v in x.values()]
+    elif isinstance(x, list): [_walk_plain(v) for v in x]
+    else: assert x is None or isinstance(x, (torch.Tensor, np.ndarray, str, bool, int, float)), type(x)
+
+@pytest.mark.parametrize("mode", ["fresh", "per", "uniform"])
+def test_replay_buffer_state_round_trip(mode):
+    b = _filled(mode)
+    d = b.state_dict(); _walk_plain(d)
+    c = ReplayBuffer(16, mode, alpha=0.1, tau=9.0 if mode == "fresh" else None)
+    c.load_state_dict(d)
+    b.add([dict(ids=torch.arange(2), reward=0.0, tag="after")], [5.0])         # the saved dict is a copy, not a view
+    b2 = _filled(mode); c.add([dict(ids=torch.arange(2), reward=0.0, tag="after")], [5.0]); b2.add([dict(ids=torch.arange(2), reward=0.0, tag="after")], [5.0])
+    for buf in (c, b2): buf.refresh(5)
+    s1, w1, a1 = c.sample(64, np.random.default_rng(3), beta=0.5); s2, w2, a2 = b2.sample(64, np.random.default_rng(3), beta=0.5)
+    np.testing.assert_array_equal(s1, s2); np.testing.assert_array_equal(w1, w2); np.testing.assert_array_equal(a1, a2)
+    assert all(torch.equal(c.items[i]["ids"], b2.items[i]["ids"]) for i in range(len(c)))
+
+def test_replay_buffer_state_refuses_other_shapes_and_objects():
+    b = _filled()
+    with pytest.raises(ValueError, match="replay state has capacity=16 but this buffer has capacity=8"): ReplayBuffer(8).load_state_dict(b.state_dict())
+    with pytest.raises(ValueError, match="replay state has mode='fresh' but this buffer has mode='per'"): ReplayBuffer(16, "per").load_state_dict(b.state_dict())
+    b.add([object()], [1.0])
+    with pytest.raises(TypeError, match="cannot save a object in a replay item without pickling"): b.state_dict()
+
+class _HookHost:
+    "The part of a Trainer that Replay touches when it attaches."
+    def __init__(self): self.hooks = []
+    def add_hook(self, event, fn): self.hooks.append((event, fn)); return self
+
+def test_replay_hook_state_round_trip_gives_identical_sampling():
+    cfg = ReplayConfig(capacity=16, min_size=1, batch_size=8, seed=3)
+    a = Replay(_HookHost(), cfg)
+    a.buffer.load_state_dict(_filled().state_dict())
+    a.rng.random(5)                                              # advance the generator: the state is not the seed's
+    a.age_log.append((2, np.array([0, 1, 2])))
+    host = _HookHost(); b = Replay(host, cfg)
+    assert all(getattr(fn, "__self__", None) is b for _, fn in host.hooks)   # the protocol: the trainer finds b through fn.__self__
+    d = a.state_dict(); _walk_plain(d); json.dumps(d["rng"])
+    b.load_state_dict(d)
+    np.testing.assert_array_equal(a.buffer.sample(16, a.rng)[0], b.buffer.sample(16, b.rng)[0])
+    assert a.rng.random() == b.rng.random() and b.age_log[0][0] == 2
+    none = Replay(_HookHost(), ReplayConfig(mode="none", seed=3))
+    with pytest.raises(ValueError, match="disagree on mode 'none'"): none.load_state_dict(d)
