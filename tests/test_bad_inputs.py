@@ -235,3 +235,26 @@ def test_replay_hook_state_round_trip_gives_identical_sampling():
     assert a.rng.random() == b.rng.random() and b.age_log[0][0] == 2
     none = Replay(_HookHost(), ReplayConfig(mode="none", seed=3))
     with pytest.raises(ValueError, match="disagree on mode 'none'"): none.load_state_dict(d)
+
+# ---------------------------------------------------------------- entropy controllers
+from rlref.methods.entropy import Entrocraft, ClipCov, KLCov
+
+@pytest.mark.parametrize("make,msg", [
+    (lambda: Entrocraft(low=(0.8, 0.4), high=(0.7, 0.5)), "band is empty"),
+    (lambda: Entrocraft(low=(0.6, 0.6), high=(0.7, 0.5)), "band is empty"),
+    (lambda: Entrocraft(low=(-0.1, 0.4)), "low must be a pair (start, end) of finite entropies >= 0"),
+    (lambda: Entrocraft(high=(float("nan"), 0.5)), "high must be a pair (start, end) of finite entropies >= 0"),
+    (lambda: Entrocraft(low=(0.5,)), "low must be a pair"),
+    (lambda: Entrocraft(total=0), "total must be an integer >= 1"),
+    (lambda: Entrocraft(schedule="step"), "unknown schedule"),
+    (lambda: ClipCov(ratio=-0.1), "ratio must be in [0, 1], got -0.1"),
+    (lambda: ClipCov(ratio=2.0), "ratio must be in [0, 1], got 2.0"),
+    (lambda: ClipCov(cov_low=5.0, cov_high=1.0), "need cov_low < cov_high"),
+    (lambda: ClipCov(cov_low=float("nan")), "need cov_low < cov_high"),
+    (lambda: KLCov(ratio=1.5), "ratio must be in [0, 1]"),
+    (lambda: KLCov(coef=-1.0), "coef must be finite and >= 0, got -1.0"),
+    (lambda: KLCov(coef=float("inf")), "coef must be finite and >= 0"),
+])
+def test_entropy_controllers_refuse(make, msg):
+    with pytest.raises(ValueError) as e: make()
+    assert msg in str(e.value)
