@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_models.ipynb #7ff1c421
 from __future__ import annotations
-import os, math, string
+import os, math, numbers, string
 from pathlib import Path
 from dataclasses import dataclass
 import torch
@@ -143,10 +143,11 @@ def sft_warm_start(model, tokenizer, dataset,  # a datasets.Dataset (or list of 
     for c in ("prompt", "answer"):
         if c not in cols: raise ValueError(f"the SFT dataset needs a {c!r} column; it has {cols}")
     for k, v in dict(steps=steps, batch_size=batch_size, eval_every=eval_every, log_every=log_every).items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1: raise ValueError(f"{k} must be an integer >= 1, got {v!r}")
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0): raise ValueError(f"lr must be finite and > 0, got {lr!r}")
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1: raise ValueError(f"{k} must be an integer >= 1, got {v!r}")
+    if not (isinstance(lr, numbers.Real) and math.isfinite(lr) and lr > 0): raise ValueError(f"lr must be finite and > 0, got {lr!r}")
     if not warmup >= 0: raise ValueError(f"warmup must be >= 0, got {warmup!r}")
     if stop_at is not None and eval_fn is None: raise ValueError("stop_at needs an eval_fn that returns the metric it reads")
+    if stop_at is not None and not (isinstance(stop_at, numbers.Real) and math.isfinite(stop_at)): raise ValueError(f"stop_at must be a finite number, got {stop_at!r}")
     device = next(model.parameters()).device
     max_len = getattr(model.config, "max_position_embeddings", None)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=weight_decay)

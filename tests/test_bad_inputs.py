@@ -83,6 +83,7 @@ TOY = [dict(prompt="1+2=", answer="3"), dict(prompt="2+2=", answer="4")]
     (dict(log_every=0), "log_every must be an integer >= 1, got 0"),
     (dict(warmup=-1), "warmup must be >= 0"),
     (dict(stop_at=0.5), "stop_at needs an eval_fn"),
+    (dict(stop_at=float("nan"), eval_fn=lambda m: dict(exact_match=1.0)), "stop_at must be a finite number, got nan"),
 ])
 def test_sft_refuses_bad_settings(tiny, kw, msg):
     model, tok = tiny
@@ -94,9 +95,10 @@ def test_sft_refuses_bad_settings(tiny, kw, msg):
 def test_sft_refuses_empty_dataset(tiny):
     with pytest.raises(ValueError, match="the SFT dataset is empty"): sft_warm_start(*tiny, [], steps=1, progress=False)
 
-def test_sft_warmup_zero_is_allowed():
+def test_sft_warmup_zero_and_numpy_sizes_are_allowed():
     tok = make_char_tokenizer(); m = make_tiny_llama(tok, max_len=32)
     assert sft_warm_start(m, tok, TOY, steps=2, batch_size=2, warmup=0, progress=False)[-1]["step"] == 2
+    assert sft_warm_start(m, tok, TOY, steps=np.int64(2), batch_size=np.int64(2), lr=np.float32(1e-3), progress=False)[-1]["step"] == 2
 
 def test_sft_stops_on_the_named_metric_not_dict_order():
     tok = make_char_tokenizer(); m = make_tiny_llama(tok, max_len=32)
