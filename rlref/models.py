@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_models.ipynb #7ff1c421
 from __future__ import annotations
-import os, math, string
+import os, math, numbers, string
 from pathlib import Path
 from dataclasses import dataclass
 import torch
@@ -63,6 +63,15 @@ def save_policy(model, tokenizer, path) -> Path:
     model.save_pretrained(path); tokenizer.save_pretrained(path)
     return path
 
+def _load_part(load, path_or_name, local: bool, file: Path):
+    "Call `load(path_or_name)`; a missing file or an unreadable local one becomes one line naming it."
+    try: return load(path_or_name)
+    except OSError as e:
+        raise FileNotFoundError(f"cannot load a model from {str(path_or_name)!r}: {' '.join(str(e).split())}") from e
+    except Exception as e:   # e.g. safetensors' SafetensorError on a truncated file, JSONDecodeError on a torn tokenizer.json
+        if not local: raise
+        raise ValueError(f"cannot load {str(file)!r}: the file is damaged or incomplete ({type(e).__name__}: {' '.join(str(e).split())})") from e
+
 def load_policy(path_or_name: str | Path,  # a directory written by save_policy/save_pretrained, or a hub name
                 device=None,  # where to put the model (default: get_device())
                 dtype=None,  # compute dtype (default: get_dtype(device))
@@ -74,11 +83,9 @@ def load_policy(path_or_name: str | Path,  # a directory written by save_policy/
     if looks_local and not (p / "config.json").is_file():
         raise FileNotFoundError(f"cannot load a model from {str(path_or_name)!r}: not a directory with a config.json")
     device = get_device(device); dtype = get_dtype(dtype, device)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path_or_name)
-        model = AutoModelForCausalLM.from_pretrained(path_or_name, dtype=dtype)
-    except OSError as e:
-        raise FileNotFoundError(f"cannot load a model from {str(path_or_name)!r}: {e}") from e
+    tokenizer = _load_part(AutoTokenizer.from_pretrained, path_or_name, looks_local, p / "tokenizer.json")
+    weights = next((p / f for f in ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin") if (p / f).exists()), p / "model.safetensors")
+    model = _load_part(lambda x: AutoModelForCausalLM.from_pretrained(x, dtype=dtype), path_or_name, looks_local, weights)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None: tokenizer.pad_token = tokenizer.eos_token
     model.to(device)
@@ -127,17 +134,24 @@ def sft_warm_start(model, tokenizer, dataset,  # a datasets.Dataset (or list of 
                    eval_fn=None,  # optional callable(model) -> dict of metrics, run every `eval_every` steps and at the end
                    eval_every: int = 200,
                    progress: bool = True,  # show a tqdm bar
-                   stop_at: float | None = None,  # stop early once the first metric of eval_fn reaches this (a partial warm start)
+                   stop_at: float | None = None,  # stop early once eval_fn's `stop_metric` reaches this (a partial warm start)
+                   stop_metric: str = "exact_match",  # the key of eval_fn's dict that `stop_at` reads
                   ) -> list[dict]:
     "Teacher-forced fine-tuning on answer tokens only. Returns the metrics history."
+    if len(dataset) == 0: raise ValueError("the SFT dataset is empty")
     cols = dataset.column_names if hasattr(dataset, "column_names") else list(dataset[0])
     for c in ("prompt", "answer"):
         if c not in cols: raise ValueError(f"the SFT dataset needs a {c!r} column; it has {cols}")
-    if steps < 1: raise ValueError(f"steps must be >= 1, got {steps}")
+    for k, v in dict(steps=steps, batch_size=batch_size, eval_every=eval_every, log_every=log_every).items():
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1: raise ValueError(f"{k} must be an integer >= 1, got {v!r}")
+    if not (isinstance(lr, numbers.Real) and math.isfinite(lr) and lr > 0): raise ValueError(f"lr must be finite and > 0, got {lr!r}")
+    if not warmup >= 0: raise ValueError(f"warmup must be >= 0, got {warmup!r}")
+    if stop_at is not None and eval_fn is None: raise ValueError("stop_at needs an eval_fn that returns the metric it reads")
+    if stop_at is not None and not (isinstance(stop_at, numbers.Real) and math.isfinite(stop_at)): raise ValueError(f"stop_at must be a finite number, got {stop_at!r}")
     device = next(model.parameters()).device
     max_len = getattr(model.config, "max_position_embeddings", None)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1, (s + 1) / max(warmup, 1)) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
     gen = torch.Generator().manual_seed(seed)
     column = lambda c: [r[c] for r in dataset] if isinstance(dataset, list) else list(dataset[c])
     prompts, answers = column("prompt"), [str(a) for a in column("answer")]
@@ -153,9 +167,13 @@ def sft_warm_start(model, tokenizer, dataset,  # a datasets.Dataset (or list of 
         last = step + 1 == steps
         if step % log_every == 0 or last or (eval_fn and (step + 1) % eval_every == 0):
             row = dict(step=step + 1, loss=loss.item(), lr=sched.get_last_lr()[0])
-            if eval_fn is not None and ((step + 1) % eval_every == 0 or last):
-                model.eval(); row.update(eval_fn(model)); model.train()
+            evaluated = eval_fn is not None and ((step + 1) % eval_every == 0 or last)
+            if evaluated:
+                model.eval(); metrics = eval_fn(model); model.train()
+                if stop_at is not None and stop_metric not in metrics:
+                    raise ValueError(f"stop_at reads eval_fn's {stop_metric!r}, but eval_fn returned {sorted(metrics)}; pass stop_metric=")
+                row.update(metrics)
             history.append(row); bar.set_postfix(loss=f"{row['loss']:.3f}")
-            if stop_at is not None and eval_fn is not None and len(row) > 3 and list(row.values())[3] >= stop_at: break
+            if stop_at is not None and evaluated and row[stop_metric] >= stop_at: break
     model.train(model_was_training)
     return history

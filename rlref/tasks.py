@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_tasks.ipynb #faf8826b
 from __future__ import annotations
-import ast, operator, random, re, string
+import ast, inspect, math, numbers, operator, random, re, string
 from dataclasses import dataclass, field
 from typing import Callable
 import torch
@@ -13,7 +13,8 @@ from tqdm import tqdm
 
 # %% auto #0
 __all__ = ['TASKS', 'parse_int', 'make_arithmetic', 'correctness_reward', 'format_reward', 'safe_eval', 'make_countdown',
-           'countdown_reward', 'make_recall', 'recall_reward', 'Task', 'make_task', 'greedy_completions', 'exact_match']
+           'countdown_reward', 'countdown_format_reward', 'make_recall', 'recall_reward', 'Task', 'make_task',
+           'greedy_completions', 'exact_match']
 
 # %% ../nbs/02_tasks.ipynb #7c77cda5
 _INT_RE = re.compile(r"^\s*(-?\d{1,30})(?!\d)")
@@ -27,6 +28,11 @@ def parse_int(text) -> int | None:
 # %% ../nbs/02_tasks.ipynb #c99a7868
 _OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul}
 
+def _check_sizes(**sizes):
+    "Raise unless every given split size is an integer >= 1."
+    for k, v in sizes.items():
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1: raise ValueError(f"{k} must be an integer >= 1, got {v!r}")
+
 def make_arithmetic(n_digits: int = 2,  # digits per operand
                     ops: str = "+",  # operators to draw from, a subset of "+-*"
                     n_train: int = 5000,  # training problems
@@ -35,10 +41,12 @@ def make_arithmetic(n_digits: int = 2,  # digits per operand
                    ) -> tuple[Dataset, Dataset]:
     "Train/test `Dataset`s of `a<op>b=` prompts with exact integer answers."
     if n_digits < 1: raise ValueError(f"n_digits must be >= 1, got {n_digits}")
-    if not ops or any(o not in _OPS for o in ops): raise ValueError(f"ops must be a non-empty subset of '+-*', got {ops!r}")
+    if not isinstance(ops, str) or not ops or any(o not in _OPS for o in ops) or len(set(ops)) != len(ops):
+        raise ValueError(f"ops must be a non-empty subset of '+-*', each operator once, got {ops!r}")
+    _check_sizes(n_train=n_train, n_test=n_test)
     hi = 10 ** n_digits
-    n_total = n_train + n_test
-    if n_total > hi * hi * len(ops): raise ValueError(f"asked for {n_total} problems but only {hi*hi*len(ops)} distinct ones exist")
+    n_total, n_distinct = n_train + n_test, hi * hi * len(ops)
+    if n_total > n_distinct: raise ValueError(f"asked for {n_total} problems (n_train + n_test) but only {n_distinct} distinct ones exist")
     rng = random.Random(seed)
     seen, rows = set(), []
     while len(rows) < n_total:
@@ -48,9 +56,14 @@ def make_arithmetic(n_digits: int = 2,  # digits per operand
     return Dataset.from_list(rows[n_test:]), Dataset.from_list(rows[:n_test])
 
 # %% ../nbs/02_tasks.ipynb #b78f3f58
+def _check_columns(completions, **columns):
+    "Raise unless every column has exactly one value per completion (zip would silently truncate)."
+    for k, v in columns.items():
+        if len(v) != len(completions): raise ValueError(f"{len(completions)} completions but {len(v)} values in column {k!r}")
+
 def correctness_reward(prompts: list[str], completions: list[str], answer: list, **kwargs) -> list[float]:
     "1.0 where the completion's leading integer equals the answer, else 0.0 (TRL reward signature)."
-    if len(completions) != len(answer): raise ValueError(f"{len(completions)} completions but {len(answer)} answers")
+    _check_columns(completions, answer=answer)
     return [float(parse_int(c) is not None and parse_int(c) == parse_int(str(a))) for c, a in zip(completions, answer)]
 
 def format_reward(prompts: list[str], completions: list[str], **kwargs) -> list[float]:
@@ -61,10 +74,8 @@ def format_reward(prompts: list[str], completions: list[str], **kwargs) -> list[
 _BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
 def safe_eval(expr: str, max_len: int = 64) -> tuple[float | None, list[int]]:
-    "Evaluate `+-*/` integer arithmetic without `eval`; returns (value or None, integer literals used)."
+    "Evaluate `+-*/` integer arithmetic without `eval`; returns (value or None, integer literals used). Never raises."
     if not isinstance(expr, str) or len(expr) > max_len or not re.fullmatch(r"[\d+\-*/() ]+", expr): return None, []
-    try: tree = ast.parse(expr.strip(), mode="eval")
-    except (SyntaxError, ValueError): return None, []
     used = []
     def ev(node):
         if isinstance(node, ast.Constant) and isinstance(node.value, int): used.append(node.value); return node.value
@@ -74,8 +85,9 @@ def safe_eval(expr: str, max_len: int = 64) -> tuple[float | None, list[int]]:
             return _BIN[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub): return -ev(node.operand)
         raise ValueError("disallowed syntax")
-    try: return ev(tree.body), used
-    except (ValueError, ZeroDivisionError, RecursionError): return None, []
+    # model output can nest deeply ("((((...", "----1"): the parser and the walk give up with Memory/RecursionError
+    try: return ev(ast.parse(expr.strip(), mode="eval").body), used
+    except (SyntaxError, ValueError, ZeroDivisionError, OverflowError, MemoryError, RecursionError): return None, []
 
 # %% ../nbs/02_tasks.ipynb #490fdfe9
 def _random_expression(nums: list[int], rng: random.Random) -> str:
@@ -94,11 +106,14 @@ def make_countdown(n_numbers: int = 3,  # numbers given per problem
     "Countdown problems `n1 n2 n3>target:` with one solving expression as `answer`; test prompts unseen in train."
     if n_numbers < 2: raise ValueError(f"n_numbers must be >= 2, got {n_numbers}")
     if max_number < 1: raise ValueError(f"max_number must be >= 1, got {max_number}")
+    if max_target < 1: raise ValueError(f"max_target must be >= 1, got {max_target}")
+    _check_sizes(n_train=n_train, n_test=n_test)
     rng, rows, seen = random.Random(seed), [], set()
     attempts = 0
     while len(rows) < n_train + n_test:
         attempts += 1
-        if attempts > 200 * (n_train + n_test): raise ValueError("could not generate enough distinct countdown problems; widen the ranges")
+        if attempts > 200 * (n_train + n_test):   # too few distinct problems exist for the request: stop instead of looping forever
+            raise ValueError(f"asked for {n_train + n_test} distinct countdown problems but found only {len(rows)} in {attempts - 1} tries; widen the ranges")
         nums = [rng.randint(1, max_number) for _ in range(n_numbers)]
         expr = _random_expression(nums, rng)
         value, _ = safe_eval(expr)
@@ -110,6 +125,7 @@ def make_countdown(n_numbers: int = 3,  # numbers given per problem
 
 def countdown_reward(prompts: list[str], completions: list[str], target: list, numbers: list, **kwargs) -> list[float]:
     "1.0 where the completion is an expression over the given numbers (each at most once) equal to the target."
+    _check_columns(completions, target=target, numbers=numbers)
     out = []
     for c, t, nums in zip(completions, target, numbers):
         expr = c.split("\n")[0].strip() if isinstance(c, str) else ""
@@ -121,6 +137,10 @@ def countdown_reward(prompts: list[str], completions: list[str], target: list, n
         out.append(float(ok))
     return out
 
+def countdown_format_reward(prompts: list[str], completions: list[str], **kwargs) -> list[float]:
+    "1.0 where the completion is a well-formed `+-*/` integer expression (whatever its value), else 0.0."
+    return [float(isinstance(c, str) and safe_eval(c.strip())[0] is not None) for c in completions]
+
 # %% ../nbs/02_tasks.ipynb #0909ddf6
 def make_recall(n_pairs: int = 24,  # key-value pairs per prompt (keys are distinct letters, so at most 52)
                 n_queries: int = 1,  # keys asked for at the end; the answer is their digits in order
@@ -129,6 +149,10 @@ def make_recall(n_pairs: int = 24,  # key-value pairs per prompt (keys are disti
     letters = string.ascii_lowercase + string.ascii_uppercase
     if not 1 <= n_pairs <= len(letters): raise ValueError(f"n_pairs must be in 1..{len(letters)}, got {n_pairs}")
     if not 1 <= n_queries <= n_pairs: raise ValueError(f"n_queries must be in 1..n_pairs, got {n_queries}")
+    _check_sizes(n_train=n_train, n_test=n_test)
+    n_distinct = math.perm(len(letters), n_pairs) * 10 ** n_pairs * math.perm(n_pairs, n_queries)   # keys, digits, queried keys
+    if n_train + n_test > n_distinct:
+        raise ValueError(f"asked for {n_train + n_test} problems (n_train + n_test) but only {n_distinct} distinct prompts exist with n_pairs={n_pairs}, n_queries={n_queries}")
     rng, rows, seen = random.Random(seed), [], set()
     while len(rows) < n_train + n_test:
         keys = rng.sample(letters, n_pairs); vals = [rng.choice(string.digits) for _ in keys]
@@ -141,6 +165,7 @@ def make_recall(n_pairs: int = 24,  # key-value pairs per prompt (keys are disti
 
 def recall_reward(prompts: list[str], completions: list[str], answer: list, **kwargs) -> list[float]:
     "1.0 where the completion starts with exactly the recalled digit string."
+    _check_columns(completions, answer=answer)
     return [float(isinstance(c, str) and c.strip()[:len(a)] == a and (len(c.strip()) == len(a) or not c.strip()[len(a)].isdigit()))
             for c, a in zip(completions, answer)]
 
@@ -162,17 +187,29 @@ def _arith(n_digits=2, ops="+", **kw):
 
 def _countdown(**kw):
     tr, te = make_countdown(**kw)
-    return tr, te, countdown_reward, lambda prompts, completions, **k: [float(safe_eval(c.strip())[0] is not None) for c in completions], 16
+    return tr, te, countdown_reward, countdown_format_reward, 16
 
 def _recall(n_queries=1, **kw):
     tr, te = make_recall(n_queries=n_queries, **kw)
     return tr, te, recall_reward, format_reward, n_queries + 2
 
+_arith.generator, _countdown.generator, _recall.generator = make_arithmetic, make_countdown, make_recall   # where their **kw go
 TASKS = {"arith": _arith, "countdown": _countdown, "recall": _recall}
+
+def _task_params(fn) -> set | None:
+    "Keyword arguments a registered task builder accepts (None: it takes any)."
+    ps = inspect.signature(fn).parameters
+    names = {k for k, p in ps.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    if not any(p.kind == p.VAR_KEYWORD for p in ps.values()): return names
+    gen = getattr(fn, "generator", None)
+    return None if gen is None else names | _task_params(gen)
 
 def make_task(name: str, **kwargs) -> Task:
     "Build a registered task by name ('arith', 'countdown', 'recall'); kwargs go to its generator."
     if name not in TASKS: raise ValueError(f"unknown task {name!r}; choose one of {sorted(TASKS)}")
+    known = _task_params(TASKS[name])
+    if known is not None and set(kwargs) - known:
+        raise ValueError(f"unknown argument(s) {sorted(set(kwargs) - known)} for task {name!r}; it takes {sorted(known)}")
     tr, te, reward, fmt, max_new = TASKS[name](**kwargs)
     return Task(name, tr, te, reward, fmt, max_new)
 
@@ -198,6 +235,7 @@ def exact_match(model, tokenizer, dataset, reward_fn: Callable = correctness_rew
     "Fraction of `dataset` rows whose greedy completion gets correctness reward 1."
     if "answer" not in dataset.column_names: raise ValueError(f"the dataset needs an 'answer' column; it has {dataset.column_names}")
     if limit is not None: dataset = dataset.select(range(min(limit, len(dataset))))
+    if len(dataset) == 0: raise ValueError("exact_match needs at least one row: the dataset (after `limit`) is empty")
     comps = greedy_completions(model, tokenizer, list(dataset["prompt"]), max_new_tokens, batch_size)
     cols = {c: list(dataset[c]) for c in dataset.column_names if c != "prompt"}
     rewards = reward_fn(list(dataset["prompt"]), comps, **cols)

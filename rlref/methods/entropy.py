@@ -90,12 +90,19 @@ def kl_cov_mask(logprobs: torch.Tensor,  # (B, C) log pi(y_i) at the start of th
     return sel
 
 # %% ../../nbs/11_entropy.ipynb #fcf22ac9
+def _check_ratio(ratio: float):
+    if not (isinstance(ratio, (int, float)) and 0 <= ratio <= 1): raise ValueError(f"ratio must be in [0, 1], got {ratio!r}")
+
 class ClipCov:
     "`before_update` hook: Clip-Cov's 0/1 token weights multiplied into `r.extras['is_weights']`."
     def __init__(self, ratio: float = 2e-4, cov_low: float = 1.0, cov_high: float = 5.0, seed: int = 0):
+        _check_ratio(ratio)
+        if not cov_low < cov_high: raise ValueError(f"need cov_low < cov_high, got {cov_low} >= {cov_high}")
         self.ratio, self.cov_low, self.cov_high = ratio, cov_low, cov_high
         self.gen, self.log = torch.Generator().manual_seed(seed), []
     def attach(self, trainer: Trainer) -> Trainer: return trainer.add_hook("before_update", self, needs_old_logprobs=True)
+    def state_dict(self) -> dict: return dict(gen=self.gen.get_state(), log=list(self.log))   # the random pick continues exactly on resume
+    def load_state_dict(self, d: dict): self.gen.set_state(d["gen"]); self.log = [int(x) for x in d["log"]]
     def __call__(self, trainer: Trainer, r: Rollout) -> Rollout:
         if r.advantages is None or not len(r): return r
         w = clip_cov_weights(r.extras["old_logprobs"], r.advantages, r.completion_mask, self.ratio, self.cov_low, self.cov_high, self.gen)
@@ -106,7 +113,12 @@ class ClipCov:
 
 class KLCov:
     "`before_update` hook: marks KL-Cov's top-covariance tokens with weight `coef` in `r.extras['kl_cov_weights']` (needs `KLCovTrainer`)."
-    def __init__(self, ratio: float = 2e-4, coef: float = 1.0): self.ratio, self.coef, self.log = ratio, coef, []
+    def __init__(self, ratio: float = 2e-4, coef: float = 1.0):
+        _check_ratio(ratio)
+        if not (math.isfinite(coef) and coef >= 0): raise ValueError(f"coef must be finite and >= 0, got {coef}")
+        self.ratio, self.coef, self.log = ratio, coef, []
+    def state_dict(self) -> dict: return dict(log=list(self.log))
+    def load_state_dict(self, d: dict): self.log = [int(x) for x in d["log"]]
     def attach(self, trainer: Trainer) -> Trainer:
         if not isinstance(trainer, KLCovTrainer): raise ValueError("KL-Cov adds a loss term: build the trainer with KLCovTrainer.setup(cfg)")
         return trainer.add_hook("before_update", self, needs_old_logprobs=True)
@@ -185,8 +197,21 @@ class Entrocraft(EntropyMeter):
     def __init__(self, low: tuple = (0.6, 0.4), high: tuple = (0.7, 0.5), schedule: str = "linear",
                  total: int | None = None,  # schedule length T (None = trainer.cfg.steps)
                  reject: bool = True):  # True: drop rows (rejection); False: zero their advantages (released code)
-        entropy_band(0, 1, low, high, schedule)                                # validate now
-        self.low, self.high, self.schedule, self.total, self.reject = low, high, schedule, total, reject
+        for k, v in dict(low=low, high=high).items():
+            if not (isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(x, (int, float)) and math.isfinite(x) and x >= 0 for x in v)):
+                raise ValueError(f"{k} must be a pair (start, end) of finite entropies >= 0, got {v!r}")
+        if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < 1):
+            raise ValueError(f"total must be an integer >= 1 (or None for trainer.cfg.steps), got {total!r}")
+        entropy_band(0, 1, low, high, schedule)                                # validate now: band ordered, schedule known
+        self.low, self.high, self.schedule, self.total, self.reject = tuple(low), tuple(high), schedule, total, reject
+    def _settings(self) -> dict: return dict(low=list(self.low), high=list(self.high), schedule=self.schedule, total=self.total, reject=self.reject)
+    def state_dict(self) -> dict:
+        "The band settings (checked on load) and the last step's measurements; the band itself is a function of trainer.step."
+        return dict(settings=self._settings(), last=dict(getattr(self, "last", {})))
+    def load_state_dict(self, d: dict):
+        if d["settings"] != self._settings():
+            raise ValueError(f"Entrocraft state was saved with {d['settings']}, this controller has {self._settings()}")
+        self.last = dict(d["last"])
     def filter(self, trainer: Trainer, r: Rollout):
         H = self.measure(trainer, r)
         L, U = entropy_band(trainer.step, self.total or trainer.cfg.steps, self.low, self.high, self.schedule)
@@ -246,6 +271,8 @@ class CovarianceProbe:
     def attach(self, trainer: Trainer) -> Trainer:
         self.log = []
         return trainer.add_hook("before_update", self.before).add_hook("after_step", self.after)
+    def state_dict(self) -> dict: return dict(log=[dict(row) for row in getattr(self, "log", [])])
+    def load_state_dict(self, d: dict): self.log = [dict(row) for row in d["log"]]
     def before(self, trainer: Trainer, r: Rollout):
         self.r, self.lp0 = r, completion_log_softmax(trainer.policy, r, trainer.cfg.temperature)  # (B, C, V)
     def after(self, trainer: Trainer, metrics: dict) -> dict:

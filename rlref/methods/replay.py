@@ -21,6 +21,13 @@ __all__ = ['PRIORITY_KINDS', 'REPLAY_MODES', 'MOVES', 'SumTree', 'base_priority'
            'sequence_ess', 'fit_log_ess']
 
 # %% ../../nbs/13_replay.ipynb #d78fe790
+def _check_priorities(values) -> np.ndarray:
+    "The values as a float array, or a ValueError if any is negative or not finite (checked before anything is written)."
+    v = np.asarray(values, dtype=float)
+    bad = ~np.isfinite(v) | (v < 0)
+    if bad.any(): raise ValueError(f"priorities must be finite and >= 0, got {v[bad][:3].tolist()} (at positions {np.flatnonzero(bad)[:3].tolist()})")
+    return v
+
 class SumTree:
     "Binary sum tree over `capacity` leaves (padded to a power of two): O(log N) update and prefix-sum search."
     def __init__(self, capacity: int):  # number of leaves (>= 1)
@@ -36,13 +43,16 @@ class SumTree:
 
     def update(self, i: int, value: float):
         "Set leaf i to `value` and fix the log2(N) sums above it."
-        if value < 0 or not np.isfinite(value): raise ValueError(f"priorities must be finite and >= 0, got {value}")
+        value = float(_check_priorities([value])[0])
+        if not 0 <= i < self.capacity: raise ValueError(f"leaf index must be in [0, {self.capacity}), got {i}")
         k = self.n_leaves + i
         self.tree[k] = value
         while k > 1: k //= 2; self.tree[k] = self.tree[2 * k] + self.tree[2 * k + 1]
 
     def set_all(self, values: np.ndarray):
         "Set every leaf at once and rebuild the sums level by level: O(N), used by the full refresh."
+        values = _check_priorities(values)
+        if values.shape != (self.capacity,): raise ValueError(f"need {self.capacity} leaf values, got shape {values.shape}")
         self.tree[self.n_leaves:self.n_leaves + self.capacity] = values
         n = self.n_leaves
         while n > 1: n //= 2; self.tree[n:2 * n] = self.tree[2 * n:4 * n:2] + self.tree[2 * n + 1:4 * n:2]
@@ -111,6 +121,16 @@ def beta_schedule(step: int, beta0: float = 0.4, anneal_steps: int = 100) -> flo
 # %% ../../nbs/13_replay.ipynb #92e1d356
 REPLAY_MODES = ("uniform", "per", "fresh")
 
+def _plain(x, where: str = "item"):
+    "A copy of `x` made only of dicts, lists, tensors, arrays and JSON scalars (what a checkpoint stores without pickle)."
+    if isinstance(x, torch.Tensor): return x.detach().cpu().clone()
+    if isinstance(x, np.ndarray): return x.copy()
+    if x is None or isinstance(x, (str, bool, int, float)): return x
+    if isinstance(x, (np.integer, np.floating, np.bool_)): return x.item()
+    if isinstance(x, (list, tuple)): return [_plain(v, where) for v in x]
+    if isinstance(x, dict) and all(isinstance(k, str) for k in x): return {k: _plain(v, where) for k, v in x.items()}
+    raise TypeError(f"cannot save a {type(x).__name__} in {where} without pickling; store dicts, lists, tensors, arrays and JSON scalars")
+
 class ReplayBuffer:
     "FIFO replay buffer with sum-tree sampling; priority^alpha, optionally decayed by exp(-age/tau) at every refresh."
     def __init__(self, capacity: int, mode: str = "fresh", alpha: float = 0.6, tau: float | None = 10.0, eps: float = 1e-6):
@@ -141,7 +161,7 @@ class ReplayBuffer:
 
     def add(self, items: list, base: torch.Tensor | np.ndarray):
         "Store items (evicting the oldest when full) with base priorities, born at the current step."
-        base = np.asarray(base, dtype=float)
+        base = _check_priorities(base)                     # all checked before the first slot is written
         if len(items) != len(base): raise ValueError(f"{len(items)} items but {len(base)} priorities")
         for it, b in zip(items, base):
             i = self.next
@@ -164,8 +184,29 @@ class ReplayBuffer:
 
     def update_priorities(self, slots: np.ndarray, base: np.ndarray):
         "New base priorities for sampled slots (re-applying the current age decay)."
-        for i, b in zip(np.asarray(slots), np.asarray(base, dtype=float)):
+        slots, base = np.asarray(slots), _check_priorities(base)     # all checked before the first slot is written
+        if len(slots) != len(base): raise ValueError(f"{len(slots)} slots but {len(base)} priorities")
+        if len(slots) and not ((slots >= 0) & (slots < self.size)).all(): raise ValueError(f"slots must be in [0, {self.size}), got {slots.tolist()}")
+        for i, b in zip(slots, base):
             self.base[i] = b; self.tree.update(int(i), self._leaf(int(i)))
+
+    def state_dict(self) -> dict:
+        "Everything needed to resume sampling exactly: settings, items, base priorities, birth steps, the tree, the ring position."
+        return dict(capacity=self.capacity, mode=self.mode, alpha=self.alpha, tau=self.tau, eps=self.eps,
+                    items=_plain(self.items, "a replay item"), base=self.base.copy(), born=self.born.copy(),
+                    tree=self.tree.tree.copy(), next=self.next, size=self.size, step=self.step)
+
+    def load_state_dict(self, d: dict):
+        "Restore a `state_dict()`; the buffer must have been built with the same capacity and mode."
+        for k in ("capacity", "mode"):
+            if d[k] != getattr(self, k): raise ValueError(f"replay state has {k}={d[k]!r} but this buffer has {k}={getattr(self, k)!r}")
+        tree = _check_priorities(d["tree"])
+        if tree.shape != self.tree.tree.shape or len(d["items"]) != self.capacity: raise ValueError("replay state does not fit this buffer's capacity")
+        self.alpha, self.tau, self.eps = d["alpha"], d["tau"], d["eps"]
+        self.items = _plain(d["items"], "a replay item")
+        self.base, self.born = np.array(d["base"], dtype=float), np.array(d["born"], dtype=np.int64)
+        self.tree.tree = tree.copy()
+        self.next, self.size, self.step = int(d["next"]), int(d["size"]), int(d["step"])
 
 # %% ../../nbs/13_replay.ipynb #3df1e4ef
 def rollout_rows(r: Rollout, behaviour_logprobs: torch.Tensor) -> list[dict]:
@@ -211,13 +252,20 @@ class ReplayConfig:
     seed: int = 0                        # the sampling generator's seed
 
     def __post_init__(self):
+        for k in ("capacity", "beta_steps", "updates", "batch_size", "min_size", "seed"):
+            v = getattr(self, k)
+            if isinstance(v, bool) or not isinstance(v, int): raise ValueError(f"{k} must be an integer, got {v!r}")
         if self.mode not in ("none",) + REPLAY_MODES: raise ValueError(f"unknown replay mode {self.mode!r}; choose one of {('none',) + REPLAY_MODES}")
         if self.capacity < 1: raise ValueError(f"capacity must be >= 1, got {self.capacity}")
         if not 0 <= self.alpha <= 1: raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
         if not 0 <= self.beta0 <= 1: raise ValueError(f"beta0 must be in [0, 1], got {self.beta0}")
         if self.mode == "fresh" and (self.tau is None or not self.tau > 0): raise ValueError(f"tau must be > 0, got {self.tau}")
         if self.priority not in PRIORITY_KINDS: raise ValueError(f"unknown priority kind {self.priority!r}; choose one of {PRIORITY_KINDS}")
-        if self.updates < 0 or self.batch_size < 1: raise ValueError("updates must be >= 0 and batch_size >= 1")
+        if self.updates < 0: raise ValueError(f"updates must be >= 0, got {self.updates}")
+        if self.batch_size < 1: raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.beta_steps < 0: raise ValueError(f"beta_steps must be >= 0, got {self.beta_steps}")
+        if not 0 <= self.min_size <= self.capacity: raise ValueError(f"min_size must be in [0, capacity={self.capacity}] (else replay never starts), got {self.min_size}")
+        if self.seed < 0: raise ValueError(f"seed must be >= 0, got {self.seed}")
 
 def whiten(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     "(x - mean) / (std + eps) over the batch: advantages recomputed on a replay batch."
@@ -248,6 +296,23 @@ class Replay:
         logs = [self.replay_update(tr) for _ in range(self.cfg.updates)]
         for k in logs[0] if logs else []: metrics[f"replay_{k}"] = float(np.mean([l[k] for l in logs]))
         return metrics
+
+    def state_dict(self) -> dict:
+        "Buffer, sampling generator and age log: what a checkpoint needs to resume replay exactly (the trainer saves it)."
+        st = self.rng.bit_generator.state
+        return dict(buffer=None if self.buffer is None else self.buffer.state_dict(),
+                    rng=dict(bit_generator=st["bit_generator"], state={k: str(v) for k, v in st["state"].items()},   # 128-bit ints as text
+                             has_uint32=int(st["has_uint32"]), uinteger=int(st["uinteger"])),
+                    age_log=[[int(step), ages.copy()] for step, ages in self.age_log])
+
+    def load_state_dict(self, d: dict):
+        "Restore a `state_dict()` into a Replay built with the same ReplayConfig."
+        if (d["buffer"] is None) != (self.buffer is None): raise ValueError("replay state and this Replay disagree on mode 'none'")
+        if self.buffer is not None: self.buffer.load_state_dict(d["buffer"])
+        r = d["rng"]
+        self.rng.bit_generator.state = dict(bit_generator=r["bit_generator"], state={k: int(v) for k, v in r["state"].items()},
+                                            has_uint32=int(r["has_uint32"]), uinteger=int(r["uinteger"]))
+        self.age_log = [(int(step), np.asarray(ages)) for step, ages in d["age_log"]]
 
     def replay_update(self, tr) -> dict:
         "One optimizer step on a replayed batch: stored behaviour log-probs, recomputed advantages, IS weights."
@@ -328,6 +393,7 @@ def moves_format_reward(prompts, completions, **kw):
 def _grid(size=4, n_holes=3, **kw):
     tr, te = make_gridworld(size=size, n_holes=n_holes, **kw)
     return tr, te, grid_reward, moves_format_reward, 2 * size + 3
+_grid.generator = make_gridworld                 # make_task checks its keyword arguments against these
 TASKS.setdefault("grid", _grid)
 
 # %% ../../nbs/13_replay.ipynb #756e57f3
