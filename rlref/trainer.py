@@ -389,8 +389,11 @@ class Trainer:
 
 # %% ../nbs/07_trainer.ipynb #2c4cd127
 @patch(cls_method=True)
-def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False) -> Trainer:
+def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False,  # continue the run in cfg.out (then call fit(resume=True))
+          overwrite: bool = False,  # clear a non-empty cfg.out first (a fresh run refuses one otherwise)
+         ) -> Trainer:
     "Build task, tokenizer, policy (fresh + SFT warm start, or loaded) and the trainer for `cfg`."
+    preflight_run(cfg, resume, overwrite)      # lock, refuse or clear, resume checks: all before the warm start writes out/sft
     seed_everything(cfg.seed)
     task = make_task(cfg.task, seed=cfg.seed, **cfg.task_kwargs)
     sft_dir = Path(cfg.out) / "sft" if cfg.out else None
@@ -406,7 +409,7 @@ def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False) -> Trainer:
         if cfg.sft_steps:
             check = lambda m: dict(exact_match=exact_match(m, tok, task.test, task.reward_fn, max_new_tokens=task.max_new_tokens, limit=200))
             sft_warm_start(policy, tok, task.train, steps=cfg.sft_steps, batch_size=cfg.sft_batch_size, lr=cfg.sft_lr, seed=cfg.seed,
-                           progress=cfg.progress, eval_fn=check if cfg.sft_target else None, eval_every=cfg.sft_eval_every, stop_at=cfg.sft_target)
+                           progress=cfg.progress, eval_fn=check if cfg.sft_target is not None else None, eval_every=cfg.sft_eval_every, stop_at=cfg.sft_target)
         if sft_dir is not None:
             save_policy(policy, tok, sft_dir)
             policy, tok = load_policy(sft_dir)      # resumed runs load this file: use it here too, so both see the same weights
