@@ -9,7 +9,7 @@ from pathlib import Path
 from .core import seed_everything, JsonlLogger, atomic_write, get_device, check_out_path, claim_run_dir, RunDirError
 from .models import make_char_tokenizer, make_tiny_llama, save_policy, sft_warm_start, MODEL_PRESETS
 from .tasks import make_task, exact_match, TASKS
-from .trainer import Trainer, recipe_config, RECIPES, check_resume, find_checkpoint, read_manifest, RunInterrupted
+from .trainer import Trainer, recipe_config, RECIPES, check_resume, find_checkpoint, read_manifest, RunInterrupted, TrainingStopped
 
 # %% auto #0
 __all__ = ['SEED_RANGE', 'check_args', 'run_sft', 'run_train', 'build_parser', 'main']
@@ -161,6 +161,7 @@ def main(argv=None) -> int:
     except RunInterrupted as e: _exit(args.command, str(e), 130)
     except KeyboardInterrupt: _exit(args.command, "interrupted before anything was saved", 130)
     except (ValueError, OSError) as e: _exit(args.command, f"error: {e}", 2)
+    except TrainingStopped as e: _exit(args.command, f"stopped: {e}", 1)
     return 0
 
 if __name__ == "__main__" and sys.argv[0].endswith("cli.py"): sys.exit(main())   # python -m rlref.cli

@@ -24,8 +24,8 @@ from .losses import (grpo_loss, value_loss, online_dpo_loss, importance_weights,
 # %% auto #0
 __all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'RESUME_HARMLESS', 'LossContext', 'Algorithm',
            'register_algorithm', 'policy_gradient_loss', 'dpo_pairs', 'TrainConfig', 'recipe_config', 'Critic',
-           'lr_lambda', 'Trainer', 'soft_overlong_penalty', 'concat_rollouts', 'stateful_hooks', 'read_manifest',
-           'find_checkpoint', 'check_resume', 'preflight_run', 'RunInterrupted', 'plot_report']
+           'TrainingStopped', 'lr_lambda', 'Trainer', 'soft_overlong_penalty', 'concat_rollouts', 'stateful_hooks',
+           'read_manifest', 'find_checkpoint', 'check_resume', 'preflight_run', 'RunInterrupted', 'plot_report']
 
 # %% ../nbs/07_trainer.ipynb #a1f0c002
 @dataclass
@@ -340,6 +340,10 @@ class Critic(nn.Module):
 # %% ../nbs/07_trainer.ipynb #6608655b
 HOOK_POINTS = ("after_rewards", "after_advantages", "before_update", "loss_terms", "after_step")
 
+class TrainingStopped(RuntimeError):
+    "The run cannot go on (diverged, nothing left to train on, non-finite weights); what was saved stays valid for a resume with other settings."
+
+
 def lr_lambda(cfg: TrainConfig) -> Callable[[int], float]:
     "LR multiplier per optimizer step: linear warm-up, then constant, or a cosine / linear decay that reaches 0 just after the run's last optimizer step."
     total = max(1, cfg.steps * cfg.num_iterations * cfg.plan()["optimizer_steps"])
@@ -554,7 +558,7 @@ def collect(self: Trainer) -> tuple[Rollout, dict]:
         rounds += 1
         r = self._run_hooks("after_rewards", self.rollout())
     if not parts:
-        raise RuntimeError(f"dynamic sampling: all {(rounds + 1) * P} groups of step {self.step + 1} had equal rewards (after {rounds} refill "
+        raise TrainingStopped(f"dynamic sampling: all {(rounds + 1) * P} groups of step {self.step + 1} had equal rewards (after {rounds} refill "
                            f"rounds), nothing to train on; raise max_refill_rounds, or the task is solved or out of reach for this policy")
     r = concat_rollouts(parts, self.tok.pad_token_id) if len(parts) > 1 else parts[0]
     r = r.select(torch.arange(min(kept, P) * G))                                # the first P informative groups
@@ -623,7 +627,7 @@ def _update(self: Trainer, r: Rollout) -> dict:
             if not (torch.isfinite(gnorm) and math.isfinite(m["loss"])):        # this optimizer step only
                 self.opt.zero_grad(set_to_none=True); self.bad_steps += 1; self.skipped_steps += 1
                 if self.bad_steps >= cfg.max_bad_steps:
-                    raise RuntimeError(f"stopping: non-finite loss or gradient in {self.bad_steps} consecutive optimizer steps "
+                    raise TrainingStopped(f"stopping: non-finite loss or gradient in {self.bad_steps} consecutive optimizer steps "
                                        f"(step {self.step + 1}); lower the learning rate or check the rewards")
                 continue
             self.bad_steps = 0
@@ -660,7 +664,7 @@ def stateful_hooks(trainer) -> dict:
 def save_checkpoint(self: Trainer) -> Path:
     "Write checkpoints/step_NNNNNN.safetensors (tensors) and .state.json (the rest) atomically, then the manifest step_NNNNNN.json naming both with their SHA-256; keep the newest `keep_checkpoints`."
     for p in self.policy.parameters():
-        if not torch.isfinite(p).all(): raise RuntimeError("refusing to checkpoint: the policy has non-finite weights")
+        if not torch.isfinite(p).all(): raise TrainingStopped("refusing to checkpoint: the policy has non-finite weights")
     d = self.out / "checkpoints"; d.mkdir(parents=True, exist_ok=True)
     state = dict(step=self.step, skipped_steps=self.skipped_steps, bad_steps=self.bad_steps, sft_accuracy=self.sft_accuracy,
                  policy=self.policy.state_dict(), opt=self.opt.state_dict(), sched=self.sched.state_dict(),

@@ -164,3 +164,9 @@ def test_ctrl_c_is_one_line_exit_130_and_resume_is_exact(tmp_path):
 def test_python_m_rlref_cli_runs_the_command(tmp_path):
     r = subprocess.run([sys.executable, "-m", "rlref.cli", "sft", "--batch-size", "0"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and r.stderr == "rlref sft: error: batch_size must be >= 1, got 0\n"
+
+def test_a_run_that_cannot_go_on_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
+    "An untrained model scores 0 on every sample, so DAPO's dynamic sampling has nothing to train on: one line, exit 1, no traceback."
+    monkeypatch.setitem(rlref.trainer.RECIPES, "flat", TINY | dict(dynamic_sampling=True, max_refill_rounds=1, format_weight=0.0))
+    code, _, err = rlref_cmd(["train", "--recipe", "flat", "--steps", "2", "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    assert code == 1 and err.startswith("rlref train: stopped: dynamic sampling: all 8 groups of step 1 had equal rewards") and err.count("\n") == 1, err

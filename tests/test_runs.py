@@ -78,7 +78,7 @@ def test_a_fresh_run_refuses_a_run_directory_and_overwrite_clears_it(done):
 @pytest.mark.parametrize("kwargs,exc,msg", [
     (dict(), RunDirError, "is not empty"),
     (dict(overwrite=True, lr=-1.0), ValueError, "lr must be > 0"),                                   # config error before clearing
-    (dict(overwrite=True, task_kwargs=dict(n_train=200, n_test=20, bogus=1)), TypeError, "unexpected keyword argument 'bogus'"),  # task error first
+    (dict(overwrite=True, task_kwargs=dict(n_train=200, n_test=20, bogus=1)), ValueError, r"unknown argument\(s\) \['bogus'\] for task 'arith'"),  # task error first
     (dict(overwrite=True, seed=2**60), ValueError, r"seed must be in \[0, 2\*\*31\)"),
     (dict(resume=True, overwrite=True), RunDirError, "resume and overwrite exclude each other"),
     (dict(resume=True, steps=3), RunDirError, "steps=3: the run has steps=4, and steps can only be extended"),

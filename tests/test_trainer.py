@@ -18,15 +18,19 @@ def _trained_params(trainer):
     ("arith-online_dpo", dict(prompts_per_step=8, samples_per_prompt=2)), ("arith-grpo-lora", {}),
 ])
 def test_every_algorithm_moves_every_trainable_parameter(recipe, extra):
+    """Train until every trainable parameter has moved (at most 12 steps: a step whose groups all have equal rewards moves nothing, and
+    LoRA's A matrices move only once B is non-zero, so how many steps it takes depends on the sampled stream, i.e. on the machine)."""
     torch.manual_seed(0)
-    cfg = recipe_config(recipe, **(SMALL | extra))
+    cfg = recipe_config(recipe, **(SMALL | extra | dict(steps=12)))
     tr = Trainer.setup(cfg)
     before = _trained_params(tr)
-    losses = [tr.train_step().get("loss") for _ in range(cfg.steps)]
-    after = _trained_params(tr)
+    losses, unchanged = [], list(before)
+    while unchanged and len(losses) < cfg.steps:
+        losses.append(tr.train_step().get("loss"))
+        after = _trained_params(tr)
+        unchanged = [n for n in before if torch.equal(before[n], after[n])]
     assert all(l is not None and torch.isfinite(torch.tensor(l)) for l in losses), losses
-    unchanged = [n for n in before if torch.equal(before[n], after[n])]
-    assert not unchanged, f"{recipe}: parameters that did not change: {unchanged[:5]}"
+    assert not unchanged, f"{recipe}: parameters that did not change in {len(losses)} steps: {unchanged[:5]}"
     assert tr.skipped_steps == 0
 
 @pytest.mark.parametrize("kwargs,msg", [
