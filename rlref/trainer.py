@@ -4,7 +4,7 @@
 
 # %% ../nbs/07_trainer.ipynb #db288eae
 from __future__ import annotations
-import copy, hashlib, json, math, time, warnings
+import copy, hashlib, json, math, os, time, warnings
 from dataclasses import dataclass, field, asdict, fields
 from pathlib import Path
 from typing import Callable
@@ -265,6 +265,7 @@ class TrainConfig:
         for k in ("max_new_tokens", "minibatch_size", "micro_batch_size"):
             need(getattr(self, k) is None or (_is_int(getattr(self, k)) and getattr(self, k) >= 1), k, "an int >= 1 or None")
         need(self.seed < 2 ** 31, "seed", "< 2**31")
+        need(self.out is None or (isinstance(self.out, (str, os.PathLike)) and str(self.out).strip() != ""), "out", "a non-empty path, or None (write nothing)")
         for k in ("lr", "temperature", "eps_low", "is_clip", "dpo_beta", "dpo_temperature"):
             need(_is_num(getattr(self, k)) and getattr(self, k) > 0, k, "> 0 and finite")
         for k in ("beta", "kl_coef", "weight_decay", "vf_coef"):

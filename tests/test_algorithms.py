@@ -169,6 +169,7 @@ BAD = [
     (dict(algorithm="reinforce_pp", samples_per_prompt=1), "reinforce_pp_variant='baseline'.*needs samples_per_prompt >= 2"),
     (dict(algorithm="reinforce_pp", reinforce_pp_variant="rloo"), "reinforce_pp_variant must be"),
     (dict(algorithm="reinforce_pp", reinforce_pp_variant="plain", samples_per_prompt=1, dynamic_sampling=True), "dynamic_sampling .*needs samples_per_prompt >= 2"),
+    (dict(out=""), "out must be a non-empty path, or None"), (dict(out="   "), "out must be a non-empty path"),
     (dict(vf_coef=-1.0), "vf_coef must be >= 0"), (dict(value_clip=0.0), "value_clip must be > 0"), (dict(entropy_coef=float("nan")), "entropy_coef must be finite"),
 ]
 
