@@ -16,10 +16,10 @@ $(STAMP): setup.py settings.ini constraints.txt
 install: $(STAMP)
 
 # The foundation's SFT demo (held-out greedy exact match of a fully supervised tiny model), then the
-# default RL recipe (SFT warm start to partial accuracy, then GRPO).
+# default RL recipe (SFT warm start to partial accuracy, then GRPO). Both replace what an earlier demo left (--overwrite).
 demo: $(STAMP)
-	$(BIN)/rlref sft --task arith --steps 800 --out runs/demo-sft --quiet
-	$(BIN)/rlref train --recipe arith-grpo --out runs/demo
+	$(BIN)/rlref sft --task arith --steps 800 --out runs/demo-sft --overwrite --quiet
+	$(BIN)/rlref train --recipe arith-grpo --out runs/demo --overwrite
 
 # The package must equal what its notebooks export, and notebooks must be clean.
 sync-check: $(STAMP)
