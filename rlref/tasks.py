@@ -12,9 +12,9 @@ from datasets import Dataset
 from tqdm import tqdm
 
 # %% auto #0
-__all__ = ['TASKS', 'parse_int', 'make_arithmetic', 'correctness_reward', 'format_reward', 'safe_eval', 'make_countdown',
-           'countdown_reward', 'countdown_format_reward', 'make_recall', 'recall_reward', 'Task', 'make_task',
-           'greedy_completions', 'exact_match']
+__all__ = ['TASKS', 'parse_int', 'arith_canonical', 'make_arithmetic', 'correctness_reward', 'format_reward', 'safe_eval',
+           'make_countdown', 'countdown_reward', 'countdown_format_reward', 'make_recall', 'recall_reward', 'Task',
+           'make_task', 'canonical_form', 'split_leaks', 'greedy_completions', 'exact_match']
 
 # %% ../nbs/02_tasks.ipynb #7c77cda5
 _INT_RE = re.compile(r"^\s*(-?\d{1,30})(?!\d)")
@@ -27,19 +27,24 @@ def parse_int(text) -> int | None:
 
 # %% ../nbs/02_tasks.ipynb #c99a7868
 _OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul}
+_COMMUTATIVE = "+*"
 
 def _check_sizes(**sizes):
     "Raise unless every given split size is an integer >= 1."
     for k, v in sizes.items():
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1: raise ValueError(f"{k} must be an integer >= 1, got {v!r}")
 
+def arith_canonical(a: int, op: str, b: int) -> tuple:
+    "The form `a op b` shares with every problem of the same answer by commutation: (op, sorted operands) for + and *."
+    return (op, *sorted((a, b))) if op in _COMMUTATIVE else (op, a, b)
+
 def make_arithmetic(n_digits: int = 2,  # digits per operand
                     ops: str = "+",  # operators to draw from, a subset of "+-*"
-                    n_train: int = 5000,  # training problems
-                    n_test: int = 500,  # held-out problems (operand pairs never seen in training)
+                    n_train: int = 5000,  # training problems (distinct prompts)
+                    n_test: int = 500,  # held-out problems: distinct canonical forms, none of them in training
                     seed: int = 0,
                    ) -> tuple[Dataset, Dataset]:
-    "Train/test `Dataset`s of `a<op>b=` prompts with exact integer answers."
+    "Train/test `Dataset`s of `a<op>b=` prompts with exact integer answers, split on canonical forms."
     if n_digits < 1: raise ValueError(f"n_digits must be >= 1, got {n_digits}")
     if not isinstance(ops, str) or not ops or any(o not in _OPS for o in ops) or len(set(ops)) != len(ops):
         raise ValueError(f"ops must be a non-empty subset of '+-*', each operator once, got {ops!r}")
@@ -47,13 +52,25 @@ def make_arithmetic(n_digits: int = 2,  # digits per operand
     hi = 10 ** n_digits
     n_total, n_distinct = n_train + n_test, hi * hi * len(ops)
     if n_total > n_distinct: raise ValueError(f"asked for {n_total} problems (n_train + n_test) but only {n_distinct} distinct ones exist")
+    n_canonical = sum(hi * (hi + 1) // 2 if op in _COMMUTATIVE else hi * hi for op in ops)   # unordered pairs for + and *
+    if n_test > n_canonical: raise ValueError(f"asked for {n_test} test problems but only {n_canonical} exist up to commuting the operands")
     rng = random.Random(seed)
-    seen, rows = set(), []
-    while len(rows) < n_total:
+    def draw():
         a, b, op = rng.randrange(hi), rng.randrange(hi), rng.choice(ops)
-        if (a, op, b) in seen: continue
-        seen.add((a, op, b)); rows.append(dict(prompt=f"{a}{op}{b}=", answer=str(_OPS[op](a, b))))
-    return Dataset.from_list(rows[n_test:]), Dataset.from_list(rows[:n_test])
+        return a, op, b
+    test, held = [], set()
+    while len(test) < n_test:
+        a, op, b = draw()
+        if arith_canonical(a, op, b) not in held: held.add(arith_canonical(a, op, b)); test.append((a, op, b))
+    n_left = n_distinct - sum(2 if op in _COMMUTATIVE and a != b else 1 for op, a, b in held)   # problems outside test's forms
+    if n_train > n_left:
+        raise ValueError(f"asked for {n_train} training problems but only {n_left} remain once the {n_test} test problems and their commuted twins are held out")
+    train, seen = [], set()
+    while len(train) < n_train:
+        a, op, b = draw()
+        if (a, op, b) not in seen and arith_canonical(a, op, b) not in held: seen.add((a, op, b)); train.append((a, op, b))
+    rows = lambda probs: Dataset.from_list([dict(prompt=f"{a}{op}{b}=", answer=str(_OPS[op](a, b))) for a, op, b in probs])
+    return rows(train), rows(test)
 
 # %% ../nbs/02_tasks.ipynb #b78f3f58
 def _check_columns(completions, **columns):
@@ -103,12 +120,12 @@ def make_countdown(n_numbers: int = 3,  # numbers given per problem
                    max_number: int = 9,  # numbers drawn from 1..max_number
                    max_target: int = 99,  # targets are integers in 1..max_target
                    n_train: int = 5000, n_test: int = 500, seed: int = 0) -> tuple[Dataset, Dataset]:
-    "Countdown problems `n1 n2 n3>target:` with one solving expression as `answer`; test prompts unseen in train."
+    "Countdown problems `n1 n2 n3>target:` with one solving expression as `answer`; test (target, multiset of numbers) unseen in train."
     if n_numbers < 2: raise ValueError(f"n_numbers must be >= 2, got {n_numbers}")
     if max_number < 1: raise ValueError(f"max_number must be >= 1, got {max_number}")
     if max_target < 1: raise ValueError(f"max_target must be >= 1, got {max_target}")
     _check_sizes(n_train=n_train, n_test=n_test)
-    rng, rows, seen = random.Random(seed), [], set()
+    rng, rows, seen, held = random.Random(seed), [], set(), set()
     attempts = 0
     while len(rows) < n_train + n_test:
         attempts += 1
@@ -119,7 +136,11 @@ def make_countdown(n_numbers: int = 3,  # numbers given per problem
         value, _ = safe_eval(expr)
         if value is None or value != int(value) or not 1 <= value <= max_target: continue
         prompt = " ".join(map(str, nums)) + f">{int(value)}:"
-        if prompt in seen: continue
+        key = (tuple(sorted(nums)), int(value))   # the canonical form: the same numbers in another order are the same problem
+        if len(rows) < n_test:   # test first: one problem per canonical form
+            if key in held: continue
+            held.add(key)
+        elif key in held or prompt in seen: continue   # train: distinct prompts, none with a test problem's form
         seen.add(prompt); rows.append(dict(prompt=prompt, answer=expr, target=int(value), numbers=nums))
     return Dataset.from_list(rows[n_test:]), Dataset.from_list(rows[:n_test])
 
@@ -153,12 +174,19 @@ def make_recall(n_pairs: int = 24,  # key-value pairs per prompt (keys are disti
     n_distinct = math.perm(len(letters), n_pairs) * 10 ** n_pairs * math.perm(n_pairs, n_queries)   # keys, digits, queried keys
     if n_train + n_test > n_distinct:
         raise ValueError(f"asked for {n_train + n_test} problems (n_train + n_test) but only {n_distinct} distinct prompts exist with n_pairs={n_pairs}, n_queries={n_queries}")
-    rng, rows, seen = random.Random(seed), [], set()
+    rng, rows, seen, held, tries = random.Random(seed), [], set(), set(), 0
     while len(rows) < n_train + n_test:
+        tries += 1
+        if tries > 200 * (n_train + n_test):   # test's bindings hold out too many prompts: stop instead of looping forever
+            raise ValueError(f"asked for {n_train + n_test} recall problems but found only {len(rows)} in {tries - 1} tries; use more pairs")
         keys = rng.sample(letters, n_pairs); vals = [rng.choice(string.digits) for _ in keys]
         asked = rng.sample(range(n_pairs), n_queries)
         prompt = "".join(k + v for k, v in zip(keys, vals)) + "|" + "".join(keys[i] for i in asked) + "="
-        if prompt in seen: continue
+        key = (tuple(sorted(zip(keys, vals))), prompt[prompt.index("|") + 1:-1])   # canonical: the bindings in any order, the query
+        if len(rows) < n_test:   # test first: one prompt per canonical form
+            if key in held: continue
+            held.add(key)
+        elif key in held or prompt in seen: continue   # train: distinct prompts, none with a test prompt's form
         seen.add(prompt)
         rows.append(dict(prompt=prompt, answer="".join(vals[i] for i in asked), positions=[2 * i + 1 for i in asked]))
     return Dataset.from_list(rows[n_test:]), Dataset.from_list(rows[:n_test])
@@ -212,6 +240,27 @@ def make_task(name: str, **kwargs) -> Task:
         raise ValueError(f"unknown argument(s) {sorted(set(kwargs) - known)} for task {name!r}; it takes {sorted(known)}")
     tr, te, reward, fmt, max_new = TASKS[name](**kwargs)
     return Task(name, tr, te, reward, fmt, max_new)
+
+# %% ../nbs/02_tasks.ipynb #c5d6e7f8
+_ARITH_RE = re.compile(r"(\d+)([+\-*])(\d+)=")
+
+def canonical_form(task: str,  # a registered task name
+                   row: dict,  # a dataset row (prompt and the task's columns)
+                  ) -> tuple:
+    "What a row shares with every row whose answer can be read off it."
+    if task == "arith":
+        a, op, b = _ARITH_RE.fullmatch(row["prompt"]).groups()
+        return arith_canonical(int(a), op, int(b))
+    if task == "countdown": return (tuple(sorted(row["numbers"])), int(row["target"]))
+    if task == "recall":
+        context, query = row["prompt"][:-1].split("|")
+        return (tuple(sorted(zip(context[::2], context[1::2]))), query)
+    raise ValueError(f"no canonical form for task {task!r}; choose one of {sorted(TASKS)}")
+
+def split_leaks(task: str, train: Dataset, test: Dataset) -> list[int]:
+    "Indices of `test` rows whose canonical form occurs in `train` (empty when held-out means held out)."
+    seen = {canonical_form(task, r) for r in train}
+    return [i for i, r in enumerate(test) if canonical_form(task, r) in seen]
 
 # %% ../nbs/02_tasks.ipynb #37093c1e
 @torch.no_grad()
