@@ -21,6 +21,8 @@ from rlref.models import make_char_tokenizer, make_tiny_llama, save_policy, load
     ("arith", dict(ops="++"), "each operator once, got '++'"),
     ("arith", dict(ops=""), "ops must be a non-empty subset"),
     ("arith", dict(n_digits=1, n_train=150, n_test=20), "asked for 170 problems (n_train + n_test) but only 100 distinct ones exist"),
+    ("arith", dict(n_digits=1, n_train=80, n_test=20), "asked for 80 training problems but only 62 remain once the 20 test problems and their commuted twins are held out"),
+    ("arith", dict(n_digits=1, ops="*", n_train=1, n_test=56), "asked for 56 test problems but only 55 exist up to commuting the operands"),
     ("recall", dict(n_pairs=1), "asked for 5500 problems (n_train + n_test) but only 520 distinct prompts exist"),
     ("countdown", dict(n_numbers=2, max_number=1, n_train=40, n_test=5), "asked for 45 distinct countdown problems but found only 2"),
     ("countdown", dict(max_target=0), "max_target must be >= 1"),
