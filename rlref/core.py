@@ -13,7 +13,7 @@ import torch
 # %% auto #0
 __all__ = ['seed_everything', 'rng_state', 'set_rng_state', 'get_device', 'get_dtype', 'in_test', 'pick', 'masked_mean',
            'JsonlLogger', 'read_jsonl', 'atomic_write', 'RunDirError', 'check_out_path', 'holds_run_lock', 'run_lock',
-           'clear_run_dir', 'claim_run_dir', 'flatten_state', 'unflatten_state', 'Timer']
+           'clear_run_dir', 'claim_run_dir', 'flatten_state', 'unflatten_state', 'Timer', 'wilson_interval', 'mcnemar']
 
 # %% ../nbs/00_core.ipynb #a2c1a9e4
 def seed_everything(seed: int,  # the one seed for python, numpy and torch (CPU and all CUDA devices)
@@ -246,3 +246,39 @@ class Timer:
     "Context manager: `with Timer() as t: ...; t.seconds`."
     def __enter__(self): self.start = time.perf_counter(); return self
     def __exit__(self, *exc): self.seconds = time.perf_counter() - self.start
+
+# %% ../nbs/00_core.ipynb #62635ad9
+from statistics import NormalDist
+
+def wilson_interval(successes: int,  # k: how many of the n trials succeeded
+                    n: int,  # the number of trials (> 0)
+                    confidence: float = 0.95,  # the interval's nominal coverage, in (0, 1)
+                   ) -> tuple[float, float]:
+    "The Wilson score interval (low, high) for a binomial proportion k/n."
+    if not (float(n).is_integer() and n > 0): raise ValueError(f"wilson_interval needs n >= 1 trials, got n={n!r}")
+    if not (float(successes).is_integer() and 0 <= successes <= n): raise ValueError(f"successes must be an integer in [0, n={n}], got {successes!r}")
+    if not 0 < confidence < 1: raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)        # 1.959964 for 95%
+    p, denom = successes / n, 1 + z * z / n
+    center = (p + z * z / (2 * n)) / denom
+    half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (0.0 if successes == 0 else max(0.0, center - half), 1.0 if successes == n else min(1.0, center + half))
+
+
+# %% ../nbs/00_core.ipynb #31b79437
+def mcnemar(a_correct,  # (N,) per-prompt correctness of arm A (bools or 0/1)
+            b_correct,  # (N,) per-prompt correctness of arm B on the same prompts, in the same order
+            exact_below: int = 25,  # use the exact binomial p-value when n10 + n01 is below this
+           ) -> dict:
+    "McNemar's paired test: discordant counts n10 (A right, B wrong) and n01, signed z = (n10-n01)/sqrt(n10+n01), two-sided p, and the method used."
+    a, b = [bool(x) for x in np.asarray(a_correct).reshape(-1)], [bool(x) for x in np.asarray(b_correct).reshape(-1)]
+    if len(a) != len(b) or not a: raise ValueError(f"mcnemar needs two equally long, non-empty correctness vectors, got {len(a)} and {len(b)}")
+    n10 = sum(x and not y for x, y in zip(a, b)); n01 = sum(y and not x for x, y in zip(a, b)); m = n10 + n01
+    z = (n10 - n01) / math.sqrt(m) if m else 0.0
+    if m < exact_below:                                        # P(X <= min) * 2 for X ~ Bin(m, 1/2)
+        p, method = min(1.0, 2 * sum(math.comb(m, k) for k in range(min(n10, n01) + 1)) / 2 ** m), "exact"
+    else:
+        chi2 = max(abs(n10 - n01) - 1, 0) ** 2 / m
+        p, method = math.erfc(math.sqrt(chi2 / 2)), "normal-cc"  # P(|N(0,1)| > sqrt(chi2))
+    return dict(n10=n10, n01=n01, z=z, p=p, method=method)
+

@@ -11,12 +11,12 @@ import torch.nn.functional as F
 from .core import seed_everything
 from .rollout import sample, completion_logprobs
 from .models import make_char_tokenizer, make_tiny_llama, sft_warm_start, save_policy, load_policy
-from .tasks import make_task
+from .tasks import make_task, make_recall
 
 # %% auto #0
 __all__ = ['KV_POLICIES', 'kv_cache_bytes', 'resolve_budget', 'KVPolicy', 'SinkWindowPolicy', 'H2OPolicy', 'SnapKVPolicy',
            'make_kv_policy', 'shadow_attention_mask', 'sampler_dense_kl', 'compressed_exact_match', 'recall_warm_start',
-           'paired_drop']
+           'heldout_recall', 'paired_drop']
 
 # %% ../nbs/04_kvcache.ipynb #c85864c2
 def kv_cache_bytes(n_layers: int, n_kv_heads: int, head_dim: int,
@@ -180,6 +180,19 @@ def recall_warm_start(n_pairs: int = 6,  # key-value pairs per prompt
     sft_warm_start(model, tok, task.train, steps=steps, batch_size=batch_size, lr=lr, seed=seed, progress=False, log_every=steps)
     if cache_dir is not None: save_policy(model, tok, cache_dir)
     return model.eval(), tok, task
+
+# %% ../nbs/04_kvcache.ipynb #5e1c0a7d
+def heldout_recall(task, n: int,  # prompts wanted (at least the task's test split)
+                   n_pairs: int = 6,  # must match the task's
+                   seed: int = 1,  # seed of the fresh prompts (the task used another)
+                  ):
+    "The task's test split extended to `n` prompts by fresh recall prompts, none of which occurs in its train or test split."
+    if n < len(task.test): raise ValueError(f"n={n} is smaller than the task's {len(task.test)} test prompts")
+    from datasets import concatenate_datasets
+    seen = set(task.train["prompt"]) | set(task.test["prompt"])
+    fresh = make_recall(n_pairs=n_pairs, n_train=1, n_test=2 * (n - len(task.test)) + 16, seed=seed)[1]
+    fresh = fresh.filter(lambda r: r["prompt"] not in seen)
+    return concatenate_datasets([task.test, fresh.select(range(n - len(task.test)))])
 
 # %% ../nbs/04_kvcache.ipynb #19922bfd
 def paired_drop(hits_a: list, hits_b: list) -> dict:

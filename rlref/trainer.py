@@ -24,8 +24,9 @@ from .losses import (grpo_loss, value_loss, online_dpo_loss, importance_weights,
 # %% auto #0
 __all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'RESUME_HARMLESS', 'LossContext', 'Algorithm',
            'register_algorithm', 'policy_gradient_loss', 'dpo_pairs', 'TrainConfig', 'recipe_config', 'Critic',
-           'TrainingStopped', 'lr_lambda', 'Trainer', 'soft_overlong_penalty', 'concat_rollouts', 'stateful_hooks',
-           'read_manifest', 'find_checkpoint', 'check_resume', 'preflight_run', 'RunInterrupted', 'plot_report']
+           'TrainingStopped', 'lr_lambda', 'Trainer', 'accuracy_interval', 'soft_overlong_penalty', 'concat_rollouts',
+           'stateful_hooks', 'read_manifest', 'find_checkpoint', 'check_resume', 'preflight_run', 'RunInterrupted',
+           'plot_report']
 
 # %% ../nbs/07_trainer.ipynb #a1f0c002
 @dataclass
@@ -426,11 +427,36 @@ def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False,  # continue the 
         with atomic_write(sft_dir / "sft.json", "w") as f: f.write(json.dumps(dict(sft_accuracy=sft_acc)))
     return trainer
 
+from .core import wilson_interval
+from .tasks import greedy_completions
+
 @patch
-def evaluate(self: Trainer) -> float:
-    "Held-out greedy exact match (first `eval_limit` test prompts)."
-    return exact_match(self.policy, self.tok, self.task.test, self.task.reward_fn, max_new_tokens=self.max_new_tokens,
-                       limit=self.cfg.eval_limit)
+def evaluate(self: Trainer, per_prompt: bool = False,  # return which prompts were solved, (N,) bool, for paired tests (rlref.core.mcnemar)
+            ) -> float | torch.Tensor:
+    "Held-out greedy exact match on the first `eval_limit` test prompts: the fraction solved, or with `per_prompt` the vector of hits."
+    ds = self.task.test.select(range(min(self.cfg.eval_limit, len(self.task.test))))
+    if len(ds) == 0: raise ValueError("evaluate needs at least one held-out prompt: the task's test split is empty")
+    comps = greedy_completions(self.policy, self.tok, list(ds["prompt"]), self.max_new_tokens)
+    rewards = self.task.reward_fn(list(ds["prompt"]), comps, **{c: list(ds[c]) for c in ds.column_names if c != "prompt"})
+    hits = torch.tensor([r >= 1.0 for r in rewards], dtype=torch.bool)  # (N,) the same rule as rlref.tasks.exact_match
+    return hits if per_prompt else int(hits.sum()) / len(hits)
+
+def accuracy_interval(accuracy: float | None,  # a fraction k/n of prompts solved (None: not measured)
+                      n: int,  # how many prompts it was measured on
+                      prefix: str = "eval",  # the columns' prefix: eval, sft (the warm start), final
+                     ) -> dict:
+    "{prefix}_accuracy with its Wilson 95% interval {prefix}_low, {prefix}_high (all None when the accuracy is None)."
+    if accuracy is None: return {f"{prefix}_{k}": None for k in ("accuracy", "low", "high")}
+    k = round(accuracy * n)
+    if abs(k / n - accuracy) > 1e-9: raise ValueError(f"accuracy {accuracy} is not a count out of n={n} prompts")
+    low, high = wilson_interval(k, n)
+    return {f"{prefix}_accuracy": accuracy, f"{prefix}_low": low, f"{prefix}_high": high}
+
+@patch
+def eval_metrics(self: Trainer) -> dict:
+    "The held-out columns of a metrics row: eval_accuracy, its Wilson 95% interval (eval_low, eval_high) and eval_n."
+    hits = self.evaluate(per_prompt=True)
+    return accuracy_interval(int(hits.sum()) / len(hits), len(hits)) | dict(eval_n=len(hits))
 
 # %% ../nbs/07_trainer.ipynb #a1f0c005
 def soft_overlong_penalty(lengths: torch.Tensor,  # (B,) completion lengths in tokens
@@ -590,7 +616,7 @@ def train_step(self: Trainer) -> dict:
         logs["update_kl"] = approx_kl(self.logprobs(self.policy, r, Tk), before, r.completion_mask)  # how far this step moved the policy
     metrics = dict(step=self.step + 1) | raw | logs | dict(lr=self.sched.get_last_lr()[0], skipped_steps=self.skipped_steps)
     self.step += 1
-    if cfg.eval_every and (self.step % cfg.eval_every == 0 or self.step == cfg.steps): metrics["eval_accuracy"] = self.evaluate()
+    if cfg.eval_every and (self.step % cfg.eval_every == 0 or self.step == cfg.steps): metrics |= self.eval_metrics()
     metrics["seconds"] = time.perf_counter() - t0
     return self._run_hooks("after_step", metrics)
 
@@ -848,28 +874,35 @@ def _train_loop(self: Trainer, log) -> dict:
             if self.out is not None and cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0: self._checkpoint(log)
         if self.out is not None and cfg.checkpoint_every and self.step > first and getattr(self, "checkpoint_step", None) != self.step:
             self._checkpoint(log)                              # the final state, so that extending `steps` resumes from the end
-        evals = [h for h in self.history if h.get("eval_accuracy") is not None]
-        summary = dict(algorithm=cfg.algorithm, task=cfg.task, steps=cfg.steps, seed=cfg.seed, sft_accuracy=self.sft_accuracy,
-                       final_accuracy=evals[-1]["eval_accuracy"] if evals else None, skipped_steps=self.skipped_steps,
-                       wall_seconds=round(time.time() - t_start, 1))
+        evals, n_eval = [h for h in self.history if h.get("eval_accuracy") is not None], min(cfg.eval_limit, len(self.task.test))
+        summary = dict(algorithm=cfg.algorithm, task=cfg.task, steps=cfg.steps, seed=cfg.seed,      # step 0 (the warm start) and the last eval
+                       **accuracy_interval(self.sft_accuracy, n_eval, "sft"), **accuracy_interval(evals[-1]["eval_accuracy"] if evals else None, n_eval, "final"),
+                       eval_n=n_eval, skipped_steps=self.skipped_steps, wall_seconds=round(time.time() - t_start, 1))
         if self.out is not None:
             with atomic_write(self.out / "summary.json", "w") as f: f.write(json.dumps(summary, indent=1))
-            plot_report(self.history, self.out / "report.png", title=f"{cfg.algorithm} on {cfg.task}")
+            plot_report(self.history, self.out / "report.png", title=f"{cfg.algorithm} on {cfg.task}", start=summary)
     except KeyboardInterrupt: raise RunInterrupted(self.step, getattr(self, "checkpoint_step", None)) from None
     finally: bar.close()
     return summary
 
 # %% ../nbs/07_trainer.ipynb #534dd603
-def plot_report(history: list[dict], path=None, title: str = ""):
-    "Reward, held-out accuracy, entropy and approx-KL curves of a run (saved to `path` when given)."
+def plot_report(history: list[dict], path=None, title: str = "",
+                start: dict | None = None,  # the run's summary: its sft_accuracy (sft_low, sft_high) is the held-out curve's step 0
+               ):
+    "Reward, held-out accuracy (from the warm start, with its Wilson band), entropy and approx-KL curves of a run (saved to `path` when given)."
     import matplotlib; import matplotlib.pyplot as plt
     fig, axs = plt.subplots(1, 4, figsize=(16, 3.2))
     kl = "update_kl" if any("update_kl" in h for h in history) else "approx_kl"  # on-policy single updates have approx_kl = 0
     series = [("reward_mean", "training reward"), ("eval_accuracy", "held-out exact match"), ("entropy", "entropy (nats/token)"),
               (kl, "KL(before ‖ after) per update" if kl == "update_kl" else "approx KL")]
     for ax, (k, label) in zip(axs, series):
-        pts = [(h["step"], h[k]) for h in history if h.get(k) is not None]
+        rows = [h for h in history if h.get(k) is not None]
+        if k == "eval_accuracy" and start and start.get("sft_accuracy") is not None:
+            rows = [dict(step=0, eval_accuracy=start["sft_accuracy"], eval_low=start.get("sft_low"), eval_high=start.get("sft_high"))] + rows
+        pts = [(h["step"], h[k]) for h in rows]
         if pts: ax.plot(*zip(*pts), marker="o" if k == "eval_accuracy" else None, ms=3)
+        band = [(h["step"], h["eval_low"], h["eval_high"]) for h in rows if h.get("eval_low") is not None]
+        if k == "eval_accuracy" and band: ax.fill_between(*zip(*band), alpha=0.25, lw=0, label="Wilson 95%")
         ax.set(xlabel="step", title=label)
     fig.suptitle(title); fig.tight_layout()
     if path is not None: fig.savefig(path, dpi=80); plt.close(fig)

@@ -66,3 +66,13 @@ def test_replay_exact_when_rows_finish_early(name):
     assert len(set(ro.lengths.tolist())) > 2
     with torch.no_grad(): shadow, _ = completion_logprobs(model, ro, attention_mask_4d=shadow_attention_mask(ro))
     torch.testing.assert_close(shadow, ro.sampler_logprobs, atol=1e-5, rtol=0)
+
+def test_heldout_recall_extends_test_split_without_leaks():
+    "Chapter 04's 2048-prompt evaluation set: the task's test split first, then fresh prompts seen in neither split."
+    from rlref.kvcache import heldout_recall
+    task = make_task("recall", n_pairs=6, n_train=500, n_test=32, seed=0)
+    h = heldout_recall(task, 100)
+    assert len(h) == 100 and len(set(h["prompt"])) == 100
+    assert list(h["prompt"])[:32] == list(task.test["prompt"])
+    assert not set(h["prompt"]) & set(task.train["prompt"])
+    with pytest.raises(ValueError, match="smaller than the task's 32 test prompts"): heldout_recall(task, 10)
