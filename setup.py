@@ -20,6 +20,7 @@ setuptools.setup(
     url=cfg['git_url'],
     packages=setuptools.find_packages(include=['rlref', 'rlref.*']),
     include_package_data=True,
+    package_data={'rlref': ['warm_starts/*/*']},   # the shipped testbed warm starts (rlref.testbed)
     install_requires=requirements,
     extras_require={'dev': dev_requirements},
     python_requires='>=' + cfg['min_python'],

@@ -104,7 +104,7 @@ def run_train(recipe: str = "arith-grpo",  # a name in rlref.trainer.RECIPES
             _check_recipe(out, recipe)
             if done is not None: return done | dict(already_finished=True)
             ckpt_step = read_manifest(find_checkpoint(out))["step"]
-            if cfg.model is None: _check_sft_dir(out / "sft")
+            if cfg.builds_warm_start: _check_sft_dir(out / "sft")
         else:
             with atomic_write(out / "run.json", "w") as f: f.write(json.dumps(dict(recipe=recipe)))
         try: trainer = Trainer.setup(cfg, resume=resume)

@@ -136,6 +136,7 @@ def sft_warm_start(model, tokenizer, dataset,  # a datasets.Dataset (or list of 
                    progress: bool = True,  # show a tqdm bar
                    stop_at: float | None = None,  # stop early once eval_fn's `stop_metric` reaches this (a partial warm start)
                    stop_metric: str = "exact_match",  # the key of eval_fn's dict that `stop_at` reads
+                   stop_tol: float | None = None,  # with stop_at: stop at the first eval within stop_tol of stop_at (either side); if none is, keep the closest eval's weights
                   ) -> list[dict]:
     "Teacher-forced fine-tuning on answer tokens only. Returns the metrics history."
     if len(dataset) == 0: raise ValueError("the SFT dataset is empty")
@@ -148,6 +149,8 @@ def sft_warm_start(model, tokenizer, dataset,  # a datasets.Dataset (or list of 
     if not warmup >= 0: raise ValueError(f"warmup must be >= 0, got {warmup!r}")
     if stop_at is not None and eval_fn is None: raise ValueError("stop_at needs an eval_fn that returns the metric it reads")
     if stop_at is not None and not (isinstance(stop_at, numbers.Real) and math.isfinite(stop_at)): raise ValueError(f"stop_at must be a finite number, got {stop_at!r}")
+    if stop_tol is not None and (stop_at is None or isinstance(stop_tol, bool) or not isinstance(stop_tol, numbers.Real) or not stop_tol >= 0 or not math.isfinite(stop_tol)):
+        raise ValueError(f"stop_tol must be a finite number >= 0 used with stop_at, got stop_tol={stop_tol!r}, stop_at={stop_at!r}")
     device = next(model.parameters()).device
     max_len = getattr(model.config, "max_position_embeddings", None)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=weight_decay)
@@ -156,6 +159,7 @@ def sft_warm_start(model, tokenizer, dataset,  # a datasets.Dataset (or list of 
     column = lambda c: [r[c] for r in dataset] if isinstance(dataset, list) else list(dataset[c])
     prompts, answers = column("prompt"), [str(a) for a in column("answer")]
     history, model_was_training = [], model.training
+    closest = None                                 # (distance to stop_at, step, metric, weights) of the best eval so far, for stop_tol
     model.train()
     bar = tqdm(range(steps), desc="sft", disable=not progress)
     for step in bar:
@@ -174,6 +178,14 @@ def sft_warm_start(model, tokenizer, dataset,  # a datasets.Dataset (or list of 
                     raise ValueError(f"stop_at reads eval_fn's {stop_metric!r}, but eval_fn returned {sorted(metrics)}; pass stop_metric=")
                 row.update(metrics)
             history.append(row); bar.set_postfix(loss=f"{row['loss']:.3f}")
-            if stop_at is not None and evaluated and row[stop_metric] >= stop_at: break
+            if stop_at is not None and evaluated:
+                if stop_tol is None and row[stop_metric] >= stop_at: break
+                if stop_tol is not None:
+                    gap = abs(row[stop_metric] - stop_at)
+                    if gap <= stop_tol: break
+                    if closest is None or gap < closest[0]: closest = (gap, step + 1, row[stop_metric], {k: v.detach().clone() for k, v in model.state_dict().items()})
+    else:
+        if stop_tol is not None and closest is not None:   # never within the band: go back to the eval closest to the target
+            model.load_state_dict(closest[3]); history.append({"step": closest[1], "restored": True, stop_metric: closest[2]})
     model.train(model_was_training)
     return history

@@ -176,6 +176,7 @@ class TrainConfig:
     task: str = "arith"                  # task name (rlref.tasks.TASKS)
     task_kwargs: dict = field(default_factory=dict)  # passed to make_task (e.g. n_digits, n_train)
     model: str | None = None             # HF checkpoint path/name; None = fresh tiny model + SFT warm start
+    warm_start: str | None = None        # a shipped warm start (rlref.testbed.WARM_STARTS): this seed's checkpoint, checked by SHA-256 (instead of model / SFT)
     size: str = "tiny"                   # model preset when model is None
     max_len: int = 64                    # context length of a fresh model
     sft_steps: int = 2000                # SFT warm-start steps for a fresh model (0 = none; also the horizon of its LR decay)
@@ -251,7 +252,15 @@ class TrainConfig:
         def choose(k, options, what=None):
             if getattr(self, k) not in options: raise ValueError(f"unknown {what or k} {getattr(self, k)!r}; choose one of {tuple(options)}")
         choose("algorithm", ALGORITHMS); choose("task", sorted(TASKS))
-        if self.model is None: choose("size", sorted(MODEL_PRESETS), "model preset")
+        if self.warm_start is not None:
+            from .testbed import WARM_STARTS
+            choose("warm_start", WARM_STARTS, "warm start")
+            if self.model is not None: raise ValueError(f"set model or warm_start, not both (got model={self.model!r}, warm_start={self.warm_start!r})")
+            ws = WARM_STARTS[self.warm_start]
+            if (self.task, self.task_kwargs) != (ws["task"], ws["task_kwargs"]):   # another split could hold the warm start's training items
+                raise ValueError(f"warm start {self.warm_start!r} was trained on task {ws['task']!r} with task_kwargs={ws['task_kwargs']}; "
+                                 f"got task {self.task!r} with task_kwargs={self.task_kwargs}")
+        if self.builds_warm_start: choose("size", sorted(MODEL_PRESETS), "model preset")
         choose("lr_schedule", LR_SCHEDULES); choose("is_correction", IS_MODES); choose("scale_rewards", ("group", "batch", "none"))
         if self.loss_type is not None: choose("loss_type", AGGREGATION_MODES)
         need(isinstance(self.task_kwargs, dict), "task_kwargs", "a dict")
@@ -295,6 +304,11 @@ class TrainConfig:
         if algo.default_loss_type is not None and self.loss_type is None: raise ValueError(f"loss_type must be one of {AGGREGATION_MODES} for {self.algorithm}")
         self.plan()
 
+    @property
+    def builds_warm_start(self) -> bool:
+        "True when setup builds the policy itself: a fresh tiny model and its SFT warm start (no model, no shipped warm start)."
+        return self.model is None and self.warm_start is None
+
     def plan(self) -> dict:
         "The derived batch sizes of one step (validated by batch_plan)."
         rows = self.prompts_per_step * self.samples_per_prompt
@@ -315,6 +329,9 @@ RECIPES = {
     "arith-ppo":          dict(algorithm="ppo", num_iterations=2, minibatch_size=128, lr=1e-4),
     "arith-online_dpo":   dict(algorithm="online_dpo", samples_per_prompt=2, prompts_per_step=64, lr=5e-5),
     "arith-grpo-lora":    dict(lora_r=8, lr=2e-3),
+    # the testbed (chapter 07b): a shipped 50% warm start per seed, and the GRPO setting chosen there by measurement
+    "testbed":            dict(warm_start="arith2", task="arith", task_kwargs=dict(n_digits=2, n_train=5000, n_test=1000), eval_limit=500,
+                               lr=3e-4, prompts_per_step=64, samples_per_prompt=8, steps=400, eval_every=20),
 }
 
 def recipe_config(name: str = "arith-grpo", **overrides) -> TrainConfig:
@@ -404,7 +421,10 @@ def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False,  # continue the 
     task = make_task(cfg.task, seed=cfg.seed, **cfg.task_kwargs)
     sft_dir = Path(cfg.out) / "sft" if cfg.out else None
     sft_acc = None
-    if cfg.model is not None:
+    if cfg.warm_start is not None:
+        from .testbed import warm_start_dir
+        policy, tok = load_policy(warm_start_dir(cfg.warm_start, cfg.seed))   # the same weights on every machine (SHA-256 checked)
+    elif cfg.model is not None:
         policy, tok = load_policy(cfg.model)
     elif sft_dir is not None and resume and (sft_dir / "config.json").is_file():
         policy, tok = load_policy(sft_dir)          # the warm start of the interrupted run, bit for bit
@@ -423,7 +443,7 @@ def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False,  # continue the 
     trainer = cls(cfg, policy, tok, task)
     if sft_acc is None: sft_acc = trainer.evaluate()
     trainer.sft_accuracy = sft_acc
-    if sft_dir is not None and cfg.model is None and not (sft_dir / "sft.json").exists():
+    if sft_dir is not None and cfg.builds_warm_start and not (sft_dir / "sft.json").exists():
         with atomic_write(sft_dir / "sft.json", "w") as f: f.write(json.dumps(dict(sft_accuracy=sft_acc)))
     return trainer
 
@@ -833,7 +853,7 @@ def fit(self: Trainer, resume: bool = False,  # continue the run in cfg.out from
     if self.out is None:
         if resume: raise ValueError("resume needs cfg.out (the run directory to resume from)")
         self.history = []; return self._train_loop(None)
-    with claim_run_dir(self.out, resume=resume, overwrite=overwrite, keep=("sft",) if cfg.model is None else ()):
+    with claim_run_dir(self.out, resume=resume, overwrite=overwrite, keep=("sft",) if cfg.builds_warm_start else ()):
         mpath = self.out / "metrics.jsonl"
         if resume:                                             # every check before the first write
             done = check_resume(self.out, cfg)
@@ -847,7 +867,7 @@ def fit(self: Trainer, resume: bool = False,  # continue the run in cfg.out from
             with atomic_write(mpath, "w") as f: f.write("".join(json.dumps(r) + "\n" for r in self.history))
         else:
             self.history = []
-            if cfg.model is None and (self.out / "sft").is_dir():   # the warm start setup saved: its accuracy, not a stale one
+            if cfg.builds_warm_start and (self.out / "sft").is_dir():   # the warm start setup saved: its accuracy, not a stale one
                 with atomic_write(self.out / "sft" / "sft.json", "w") as f: f.write(json.dumps(dict(sft_accuracy=self.sft_accuracy)))
         with atomic_write(self.out / "config.json", "w") as f: f.write(json.dumps(asdict(cfg), indent=1))
         log = JsonlLogger(mpath, mode="a" if resume else "w")
