@@ -121,7 +121,7 @@ def _sft_cmd(a):
 def _train_cmd(a):
     s = run_train(a.recipe, a.out, a.steps, a.seed, a.resume, progress=not a.quiet, overwrite=a.overwrite)
     if s.get("already_finished"): print(f"{a.out} already finished its {s['steps']} steps; nothing to do (extend it with --resume --steps N)")
-    print(f"held-out greedy exact match: {_acc(s['sft_accuracy'])} after SFT -> {_acc(s['final_accuracy'])} after {s['algorithm']} "
+    print(f"held-out greedy exact match: {_acc(s['sft_accuracy'])} at the warm start -> {_acc(s['final_accuracy'])} after {s['algorithm']} "
           f"({s['steps']} steps, {s['wall_seconds']} s); see {a.out}/summary.json and {a.out}/report.png")
 
 def _bench_cmd(a):

@@ -104,7 +104,7 @@ def test_overwrite_replaces_a_finished_run(done, capsys):
 
 def test_steps_0_prints_a_summary_without_final_accuracy(tmp_path, capsys):
     code, out, err = rlref_cmd(["train", "--recipe", "tiny", "--steps", "0", "--out", str(tmp_path / "r"), "--quiet"], capsys)
-    assert code == 0 and "after SFT -> n/a after grpo (0 steps" in out
+    assert code == 0 and "at the warm start -> n/a after grpo (0 steps" in out
 
 def test_a_damaged_sft_model_on_resume_is_one_line_naming_it(done, capsys):
     m = done / "sft" / "model.safetensors"; m.write_bytes(m.read_bytes()[:50])
