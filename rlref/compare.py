@@ -291,7 +291,7 @@ def plot_side_by_side(runs: list[dict], sft_accuracy: float | None = None, impls
         ax.fill_between(x, mu - sd, mu + sd, color=f"C{k}", alpha=0.2)
         accs = [r["final_accuracy"] for r in runs if r["impl"] == impl]
         bx.scatter([k] * len(accs), accs, color=f"C{k}"); bx.errorbar(k + 0.15, statistics.fmean(accs), statistics.stdev(accs) if len(accs) > 1 else 0, fmt="_", color=f"C{k}", capsize=4)
-    if sft_accuracy is not None: bx.axhline(sft_accuracy, color="gray", ls=":", label="warm start")
+    if sft_accuracy is not None: bx.axhline(sft_accuracy, color="gray", ls=":", label="warm start (mean of seeds)")
     ax.set(xlabel="step", ylabel="training reward" + (f" ({smooth}-step moving avg.)" if smooth > 1 else ""), title="GRPO on 2-digit addition: rlref vs TRL"); ax.legend()
     bx.set(xticks=range(len(impls)), xticklabels=impls, xlim=(-0.5, len(impls) - 0.5), ylabel="held-out greedy exact match", title="after training"); bx.legend(fontsize=8)
     fig.tight_layout()
