@@ -95,7 +95,7 @@ def run_train(recipe: str = "arith-grpo",  # a name in rlref.trainer.RECIPES
     if resume and overwrite: raise RunDirError(f"resume and overwrite exclude each other: one continues the run in {out}, the other deletes it")
     out = check_out_path(out)
     cfg = recipe_config(recipe, out=str(out), seed=seed, progress=progress, **overrides)
-    make_task(cfg.task, seed=cfg.seed, **cfg.task_kwargs)        # a bad task argument fails here, not after clearing `out`
+    make_task(cfg.task, seed=cfg.split_seed, **cfg.task_kwargs)        # a bad task argument fails here, not after clearing `out`
     if resume and out.is_dir() and not (out / "config.json").is_file(): raise FileNotFoundError(f"nothing to resume in {out}: it has no config.json")
     with claim_run_dir(out, resume=resume, overwrite=overwrite):
         ckpt_step = None

@@ -13,8 +13,9 @@ from .tasks import make_task, exact_match
 from .models import make_char_tokenizer, make_tiny_llama, sft_warm_start, save_policy
 
 # %% auto #0
-__all__ = ['TESTBED_TASK', 'EVAL_ROWS', 'WARM_STARTS', 'SHIPPED', 'validation_split', 'dir_sha256', 'build_warm_start',
-           'warm_start_dir', 'testbed_run']
+__all__ = ['TESTBED_TASK', 'EVAL_ROWS', 'WARM_STARTS', 'SHIPPED', 'SETTING_KEYS', 'validation_split', 'dir_sha256',
+           'build_warm_start', 'warm_start_dir', 'testbed_run', 'load_runs', 'select_runs', 'gain_at', 'plot_sweep',
+           'sweep_table', 'plot_seed_curves', 'seed_table']
 
 # %% ../nbs/07b_testbed.ipynb #70e47750
 TESTBED_TASK = dict(task="arith", task_kwargs=dict(n_digits=2, n_train=5000, n_test=1000))  # 2-digit sums, split on unordered pairs
@@ -91,6 +92,8 @@ def warm_start_dir(name: str = "arith2",  # a key of WARM_STARTS
     return d
 
 # %% ../nbs/07b_testbed.ipynb #640a4e5e
+SETTING_KEYS = ("lr", "prompts_per_step", "samples_per_prompt", "temperature", "steps", "warmup_steps", "loss_type")  # what a sweep varies
+
 def testbed_run(seed: int = 0,
                 out=None,  # run directory (None = nothing written)
                 recipe: str = "testbed",
@@ -107,8 +110,96 @@ def testbed_run(seed: int = 0,
     after = tr.evaluate(per_prompt=True)                                           # (N,) hits after RL
     n = len(before)
     curve = [(0, float(before.float().mean()))] + [(h["step"], h["eval_accuracy"]) for h in tr.history if h.get("eval_accuracy") is not None]
-    return dict(seed=seed, recipe=recipe, overrides=overrides, curve=curve, n=n,
+    setting = {k: getattr(cfg, k) for k in SETTING_KEYS}
+    return dict(seed=seed, recipe=recipe, overrides=overrides, setting=setting, curve=curve, n=n,
                 warm=curve[0][1], warm_ci=wilson_interval(int(before.sum()), n), final=float(after.float().mean()),
                 final_ci=wilson_interval(int(after.sum()), n), gain=float(after.float().mean() - before.float().mean()),
                 mcnemar=mcnemar(after, before), reward=[h["reward_mean"] for h in tr.history], cpu_seconds=round(cpu, 1), wall_seconds=round(wall, 1),
                 threads=torch.get_num_threads())
+
+# %% ../nbs/07b_testbed.ipynb #1745ceb6
+def load_runs(path) -> list[dict]:
+    "The finished runs of a sweep log (one testbed_run dict per JSON line; a torn last line is skipped)."
+    from rlref.core import read_jsonl
+    return read_jsonl(path)
+
+def select_runs(runs: list[dict], **setting) -> list[dict]:
+    "The runs whose effective setting has these values (e.g. lr=3e-4, prompts_per_step=64), ordered by seed."
+    out = [r for r in runs if all(r["setting"].get(k) == v for k, v in setting.items())]
+    return sorted(out, key=lambda r: r["seed"])
+
+def gain_at(run: dict, step: int) -> float:
+    "Held-out exact match at `step` (the last evaluation at or before it) minus the warm start's."
+    return max((s, a) for s, a in run["curve"] if s <= step)[1] - run["warm"]
+
+# %% ../nbs/07b_testbed.ipynb #ffa9c73d
+def plot_sweep(runs: list[dict],
+               key: str,  # the setting that varies: "lr" or "prompts_per_step"
+               fixed: dict,  # the other settings held fixed, e.g. dict(prompts_per_step=64)
+               budgets: tuple = (100, 200, 400),  # RL steps at which the gain is read
+               x_cpu: bool = False,  # also plot gain against CPU seconds (for a batch sweep)
+              ):
+    "Held-out gain over the warm start against one setting: seeds as dots, their mean as a line, one colour per budget."
+    import matplotlib.pyplot as plt
+    values = sorted({r["setting"][key] for r in runs if all(r["setting"].get(k) == v for k, v in fixed.items())})
+    fig, axs = plt.subplots(1, 2 if x_cpu else 1, figsize=(11 if x_cpu else 5.5, 3.6), squeeze=False)
+    ax = axs[0, 0]
+    for b in budgets:
+        pts = [(v, [gain_at(r, b) for r in select_runs(runs, **fixed, **{key: v})]) for v in values]
+        line = ax.plot([v for v, _ in pts], [np.mean(g) for _, g in pts], marker="o", label=f"{b} steps")[0]
+        for v, g in pts: ax.scatter([v] * len(g), g, s=10, color=line.get_color(), alpha=0.5)
+    ax.axhline(0.15, color="k", ls=":", lw=1, label="+15 points")
+    ax.set(xlabel=key, ylabel="held-out gain over the warm start", xscale="log" if key == "lr" else "log", xticks=values, xticklabels=[f"{v:g}" for v in values])
+    ax.minorticks_off(); ax.legend(fontsize=8)
+    if x_cpu:
+        bx = axs[0, 1]
+        for v in values:
+            rs = select_runs(runs, **fixed, **{key: v})
+            per_step = np.mean([r["cpu_seconds"] / r["setting"]["steps"] for r in rs])
+            steps = [s for s, _ in rs[0]["curve"]]
+            g = np.array([[a - r["warm"] for _, a in r["curve"]] for r in rs])    # (seeds, evals)
+            bx.plot(np.array(steps) * per_step / 60, g.mean(0), label=f"{key}={v:g}")
+            bx.fill_between(np.array(steps) * per_step / 60, g.min(0), g.max(0), alpha=0.15)
+        bx.axhline(0.15, color="k", ls=":", lw=1); bx.set(xlabel="CPU minutes (one thread)", ylabel="gain (mean; band = min..max over seeds)"); bx.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+# %% ../nbs/07b_testbed.ipynb #545422a9
+def sweep_table(runs: list[dict], key: str, fixed: dict, budgets: tuple = (100, 200, 400)):
+    "Per value of `key`: seeds, mean and smallest gain at each budget, and CPU seconds per 100 steps."
+    import pandas as pd
+    rows = []
+    for v in sorted({r["setting"][key] for r in runs if all(r["setting"].get(k) == x for k, x in fixed.items())}):
+        rs = select_runs(runs, **fixed, **{key: v})
+        row = {key: v, "seeds": len(rs)}
+        for b in budgets:
+            g = [gain_at(r, b) for r in rs]
+            row[f"mean gain @{b}"], row[f"min gain @{b}"] = round(float(np.mean(g)), 3), round(min(g), 3)
+        row["cpu s / 100 steps"] = round(float(np.mean([100 * r["cpu_seconds"] / r["setting"]["steps"] for r in rs])), 1)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index(key)
+
+# %% ../nbs/07b_testbed.ipynb #7257e4ee
+def plot_seed_curves(runs: list[dict],  # testbed_run results of one setting, one per seed
+                     title: str = "",
+                    ):
+    "Held-out exact match from step 0 (the warm start): the seeds' mean, their min..max band, each seed thin, and each seed's Wilson interval at both ends."
+    import matplotlib.pyplot as plt
+    steps = [s for s, _ in runs[0]["curve"]]
+    acc = np.array([[a for _, a in r["curve"]] for r in runs])        # (seeds, evals)
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    for r, a in zip(runs, acc): ax.plot(steps, a, lw=0.8, alpha=0.6, label=f"seed {r['seed']}")
+    ax.plot(steps, acc.mean(0), color="k", lw=2, label=f"mean of {len(runs)} seeds")
+    ax.fill_between(steps, acc.min(0), acc.max(0), color="k", alpha=0.1, lw=0, label="min..max over seeds")
+    for r in runs:
+        for s, (lo, hi) in ((0, r["warm_ci"]), (steps[-1], r["final_ci"])): ax.plot([s, s], [lo, hi], color="gray", lw=3, alpha=0.3)
+    ax.set(xlabel="GRPO step", ylabel="held-out greedy exact match (500 sums)", title=title); ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+def seed_table(runs: list[dict]):
+    "One row per seed: warm start and final accuracy with Wilson 95% intervals, gain, McNemar counts and z, CPU seconds."
+    import pandas as pd
+    f = lambda x, ci: f"{x:.3f} ({ci[0]:.3f}-{ci[1]:.3f})"
+    return pd.DataFrame([dict(seed=r["seed"], warm_start=f(r["warm"], r["warm_ci"]), final=f(r["final"], r["final_ci"]), gain=round(r["gain"], 3),
+                              n10=r["mcnemar"]["n10"], n01=r["mcnemar"]["n01"], z=round(r["mcnemar"]["z"], 1), cpu_seconds=r["cpu_seconds"]) for r in runs]).set_index("seed")

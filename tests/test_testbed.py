@@ -45,3 +45,14 @@ def test_a_modified_shipped_file_is_refused(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="does not match its SHA-256"): warm_start_dir("arith2", 0)
     shutil.rmtree(tmp_path / "arith2-s0")
     with pytest.raises(FileNotFoundError, match="is missing"): warm_start_dir("arith2", 0)
+
+def test_task_seed_fixes_the_split_across_rl_seeds():
+    "Several RL seeds from one warm start must evaluate on the split that warm start was trained on (task_seed), not on seed's split."
+    from rlref.tasks import make_task
+    kw = dict(task_kwargs=dict(n_digits=2, n_train=300, n_test=50), steps=1, progress=False, sft_steps=0)
+    a, b = (Trainer.setup(TrainConfig(seed=s, task_seed=3, **kw)) for s in (0, 1))
+    assert list(a.task.test["prompt"]) == list(b.task.test["prompt"]) == list(make_task("arith", seed=3, **kw["task_kwargs"]).test["prompt"])
+    c = Trainer.setup(TrainConfig(seed=1, **kw))
+    assert list(c.task.test["prompt"]) != list(a.task.test["prompt"])    # without it, the seed moves the split
+    with pytest.raises(ValueError, match="task_seed must be an int in"): TrainConfig(task_seed=-1)
+    with pytest.raises(ValueError, match="leave task_seed None"): recipe_config("testbed", seed=2, task_seed=0)

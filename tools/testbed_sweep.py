@@ -22,7 +22,7 @@ def parse(s):
 def key(seed, over): return json.dumps([seed, sorted(over.items())])
 
 def work(job):
-    import torch; torch.set_num_threads(1)
+    import os, torch; torch.set_num_threads(int(os.environ.get("SWEEP_THREADS", "1")))
     from rlref.testbed import testbed_run
     seed, over = job
     return testbed_run(seed=seed, **over)
@@ -33,7 +33,9 @@ if __name__ == "__main__":
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--log", default=str(LOG))
+    ap.add_argument("--threads", type=int, default=1, help="torch threads per run (a different thread count rounds differently, like another CPU)")
     a = ap.parse_args()
+    import os; os.environ["SWEEP_THREADS"] = str(a.threads)
     log = Path(a.log)
     done = {key(r["seed"], r["overrides"]) for r in map(json.loads, log.read_text().splitlines())} if log.exists() else set()
     jobs = [(s, parse(x)) for x in (a.set or [""]) for s in a.seeds]
