@@ -1,6 +1,6 @@
 """Reader-size runs of chapter 07a (rlref vs TRL time to target on the testbed), one JSON line per finished run.
 
-    cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 python tools/07a_time_to_target.py --seeds 0 1 2
+    cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 python tools/07a_time_to_target.py --seeds 0 1 2 --set steps=400
 
 Settings are read from RECIPES["testbed"] when the script starts. Resumable: runs whose line in the log has the same
 settings are skipped (rlref.compare.cached_runs). One process, one torch thread; seeds run in order, both sides of a
