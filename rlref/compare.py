@@ -174,25 +174,28 @@ def learning_curves(impl: str,  # "rlref" or "trl"
 # %% ../nbs/07a_trl_side_by_side.ipynb #68fca4b6
 def time_to_target(curve: list[dict],  # held-out points {step, cpu_seconds, exact_match}; the first is the warm start (step 0)
                    gains: tuple = (0.10, 0.15),  # targets above the warm start, as exact-match fractions
+                   confirm: int = 0,  # the next `confirm` measurements must be at or above the target too
                   ) -> dict:
-    "{points: {step, cpu_seconds}} of the first measurement at or above warm start + gain, for each gain (None, None if never)."
+    "{points: {step, cpu_seconds}} of the first measurement at or above warm start + gain (and confirmed), for each gain (None, None if never)."
     if not curve or curve[0]["step"] != 0: raise ValueError("the curve must start with the warm start's point at step 0")
-    warm, out = curve[0]["exact_match"], {}
+    warm, pts, out = curve[0]["exact_match"], curve[1:], {}
     for g in gains:
-        hit = next((p for p in curve[1:] if p["exact_match"] >= warm + g - 1e-9), None)
-        out[round(100 * g)] = dict(step=hit["step"], cpu_seconds=hit["cpu_seconds"]) if hit else dict(step=None, cpu_seconds=None)
+        ok = [p["exact_match"] >= warm + g - 1e-9 for p in pts]
+        i = next((i for i in range(len(pts) - confirm) if all(ok[i:i + confirm + 1])), None)
+        out[round(100 * g)] = dict(step=pts[i]["step"], cpu_seconds=pts[i]["cpu_seconds"]) if i is not None else dict(step=None, cpu_seconds=None)
     return out
 
 # %% ../nbs/07a_trl_side_by_side.ipynb #5c92b107
 def speed_rows(runs: list[dict],  # learning_curves results
                gains: tuple = (0.10, 0.15),
+               confirm: int = 0,  # time_to_target's confirm
               ) -> list[dict]:
     "One row per run: warm, final and best held-out exact match, steps and CPU seconds to each target, CPU s/step, McNemar z vs the warm start."
     rows = []
     for r in runs:
         c = r["curve"]
         row = dict(impl=r["impl"], seed=r["seed"], warm=c[0]["exact_match"], final=c[-1]["exact_match"], best=max(p["exact_match"] for p in c))
-        for pts, v in time_to_target(c, gains).items(): row[f"steps_to_+{pts}"], row[f"cpu_s_to_+{pts}"] = v["step"], v["cpu_seconds"]
+        for pts, v in time_to_target(c, gains, confirm).items(): row[f"steps_to_+{pts}"], row[f"cpu_s_to_+{pts}"] = v["step"], v["cpu_seconds"]
         row["cpu_s_per_step"] = c[-1]["cpu_seconds"] / c[-1]["step"]
         row["z_vs_warm"] = mcnemar(r["final_hits"], r["warm_hits"])["z"]
         rows.append(row)
