@@ -96,13 +96,14 @@ SETTING_KEYS = ("lr", "prompts_per_step", "samples_per_prompt", "temperature", "
 
 def testbed_run(seed: int = 0,
                 out=None,  # run directory (None = nothing written)
+                overwrite: bool = False,  # clear a non-empty `out` first (a fresh run refuses one otherwise)
                 recipe: str = "testbed",
                 **overrides,  # TrainConfig fields (lr, prompts_per_step, steps, ...)
                ) -> dict:
     "One RL run from the seed's warm start: held-out curve from step 0, gain, Wilson intervals, McNemar vs the warm start, CPU seconds."
     from rlref.trainer import recipe_config, Trainer
     cfg = recipe_config(recipe, seed=seed, out=None if out is None else str(out), progress=False, **({"checkpoint_every": 0} if out is None else {}) | overrides)
-    tr = Trainer.setup(cfg, overwrite=out is not None)
+    tr = Trainer.setup(cfg, overwrite=overwrite)
     before = tr.evaluate(per_prompt=True)                                          # (N,) hits of the warm start
     t0, w0 = time.process_time(), time.time()
     tr.fit()

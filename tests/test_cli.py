@@ -145,7 +145,11 @@ def test_a_second_command_on_a_busy_out_is_refused(tmp_path):
 def test_ctrl_c_is_one_line_exit_130_and_resume_is_exact(tmp_path):
     ref, cut = tmp_path / "ref", tmp_path / "cut"
     args = ["train", "--recipe", "tiny", "--steps", "40", "--quiet"]
-    p = subprocess.Popen(CLI + args + ["--out", str(cut)], stderr=subprocess.PIPE, text=True)
+    # the interrupted process slows down after its 7th step (a sleep, no change to what it computes), so Ctrl-C lands mid-run
+    # however fast or loaded the machine is; without it a fast run could finish all 40 steps before the signal arrives
+    slow = CLI[:2] + [CLI[2].replace("; from rlref.cli", "; import time; _s = t.Trainer.train_step; "
+                                     "t.Trainer.train_step = lambda self: (_s(self), time.sleep(0.5 if self.step >= 7 else 0))[0]; from rlref.cli")]
+    p = subprocess.Popen(slow + args + ["--out", str(cut)], stderr=subprocess.PIPE, text=True)
     m, deadline = cut / "metrics.jsonl", time.time() + 300
     while time.time() < deadline and not (m.exists() and len(m.read_text().splitlines()) >= 7): time.sleep(0.01)
     p.send_signal(signal.SIGINT)
