@@ -64,7 +64,30 @@ def demo_paired(seed, n_prompts=256, n=8):
                 slope_per_step=float(b), slope_z=float(b / se_b), paired_gain=float(d.mean()), paired_z=float(d.mean() / (d.std() / n_prompts ** .5)),
                 sft_accuracy=s["sft_accuracy"], final_accuracy=s["final_accuracy"])
 
-CHECKS = dict(demo=demo, reinforce=reinforce, clip=clip, demo_paired=demo_paired)
+def answer_prob(model, tok, rows, temperature):
+    "(N,) probability that the sampler at `temperature` writes exactly each row's answer then <eos>: its expected correctness reward."
+    from rlref.models import encode_pairs
+    enc = encode_pairs(tok, list(rows["prompt"]), list(rows["answer"]))
+    with torch.no_grad(): logits = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).logits[:, :-1].float() / temperature
+    lp = torch.log_softmax(logits, -1).gather(-1, enc["input_ids"][:, 1:, None])[..., 0]  # (N, T-1)
+    return (lp * enc["loss_mask"][:, 1:]).sum(1).exp()
+
+def demo_exact(seed, n_prompts=1000):
+    "The demo run; the expected training reward (exact, no sampling) on the same training and held-out prompts, warm start vs after RL."
+    from rlref.models import load_policy
+    out = Path(tempfile.mkdtemp()) / "grpo"
+    cfg = recipe_config("arith-grpo", out=str(out), progress=False, steps=40, eval_every=40, eval_limit=300, seed=seed)
+    t = Trainer.setup(cfg); s = t.fit(); y = [x["reward_mean"] for x in t.history]
+    warm, _ = load_policy(out / "sft"); warm.eval(); t.policy.eval()
+    res = {}
+    for split, rows in [("train", t.task.train.select(range(n_prompts))), ("test", t.task.test.select(range(300)))]:
+        d = answer_prob(t.policy, t.tok, rows, cfg.temperature) - answer_prob(warm, t.tok, rows, cfg.temperature)
+        res[split] = dict(gain=float(d.mean()), z=float(d.mean() / (d.std() / len(d) ** .5)), frac_up=float((d > 0).float().mean()))
+    first10, last10 = sum(y[:10]) / 10, sum(y[-10:]) / 10
+    return dict(expected_reward_gain=res, margin=res["train"]["gain"], first10=round(first10, 4), last10=round(last10, 4),
+                sft_accuracy=s["sft_accuracy"], final_accuracy=s["final_accuracy"])
+
+CHECKS = dict(demo=demo, reinforce=reinforce, clip=clip, demo_paired=demo_paired, demo_exact=demo_exact)
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
