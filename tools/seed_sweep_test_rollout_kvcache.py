@@ -48,7 +48,34 @@ def kv_eos(s):
          for name in ["sink", "h2o", "snapkv"]}
     return dict(n_lengths=n, margin=min(n.values()) - 3)
 
-CHECKS = dict(rollout_eos=rollout_eos, kv_changed=kv_changed, kv_eos=kv_eos)
+def rollout_eos_scaled(s):
+    "The test as changed after the first sweep: the first <eos> scale of EOS_SCALES that gives varied, mostly finished rows."
+    tok = make_char_tokenizer()
+    for scale in (14, 20, 30, 45, 8):
+        model = make_tiny_llama(tok, "tiny", max_len=64, seed=s).eval()
+        with torch.no_grad(): model.model.embed_tokens.weight[tok.eos_token_id] *= scale
+        ro = sample(model, tok, PROMPTS * 4, n=2, max_new_tokens=12, generator=torch.Generator().manual_seed(s))
+        n_len, trunc = len(set(ro.lengths.tolist())), ro.truncated.float().mean().item()
+        if n_len > 2 and trunc < 0.75: break
+    with torch.no_grad(): lp, _ = completion_logprobs(model, ro)
+    return dict(scale=scale, n_lengths=n_len, truncated=trunc, parity_error=(lp - ro.sampler_logprobs).abs().max().item(), margin=min(n_len - 3, 0.75 - trunc))
+
+def kv_eos_scaled(s):
+    "The test as changed after the first sweep: per policy, the first <eos> scale that gives > 2 distinct lengths."
+    tok = make_char_tokenizer()
+    prompts = list(make_task("recall", n_pairs=10, n_train=10, n_test=8).test["prompt"])
+    out = {}
+    for name in ["sink", "h2o", "snapkv"]:
+        for scale in (12, 6, 20, 30):
+            model = make_tiny_llama(tok, "tiny", max_len=96, seed=s).eval()
+            with torch.no_grad(): model.model.embed_tokens.weight[tok.eos_token_id] *= scale
+            ro = sample(model, tok, prompts, n=2, max_new_tokens=12, kv_policy=make_kv_policy(name, 0.3), generator=torch.Generator().manual_seed(s))
+            if len(set(ro.lengths.tolist())) > 2: break
+        with torch.no_grad(): shadow, _ = completion_logprobs(model, ro, attention_mask_4d=shadow_attention_mask(ro))
+        out[name] = dict(scale=scale, n_lengths=len(set(ro.lengths.tolist())), replay_error=(shadow - ro.sampler_logprobs).abs().max().item())
+    return dict(per_policy=out, margin=min(v["n_lengths"] for v in out.values()) - 3)
+
+CHECKS = dict(rollout_eos=rollout_eos, kv_changed=kv_changed, kv_eos=kv_eos, rollout_eos_scaled=rollout_eos_scaled, kv_eos_scaled=kv_eos_scaled)
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
