@@ -5,7 +5,9 @@ seed and ReplayConfig.seed), one JSON line per (check, seed):
 
 - grid (cells 41-51): 60 SFT steps on the grid world (held-out success > 0.05), 4 on-policy steps (ESS of the newest stored batch >
   ESS of the oldest under the final policy), then the uniform / PER / FreshPER arms (mean age of replayed items in the second half:
-  FreshPER < PER). Margins: sft_accuracy - 0.05, ess_newest - ess_oldest, PER age - FreshPER age.
+  FreshPER < PER). Margins: sft_accuracy - 0.05, ess_newest - ess_oldest, PER age - FreshPER age (sampled ages, as the chapter
+  checked first; seed 0 gave 0.094, about one standard error of two 128-draw means) and the same for the expected age under each
+  buffer's sampling distribution at the last step (exact given the buffer: what the chapter checks now).
 - arith (cell 54): 6 steps of FreshPER replay on arithmetic; every step after the first has |replay_approx_kl| > 1e-6.
 
     PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/seed_sweep_13_replay.py --checks grid arith --seeds 0 1 2 3 4
@@ -29,7 +31,7 @@ def grid(seed):
         stored = []
         if keep: tr.add_hook("after_advantages", lambda t, r: stored.append((t.step, r, r.sampler_logprobs.clone())))
         for _ in range(STEPS): tr.train_step()
-        return dict(ages=rp.age_log, trainer=tr, stored=stored)
+        return dict(ages=rp.age_log, trainer=tr, stored=stored, replay=rp)
     on = run_arm("none", keep=True)
     ess_age = [(STEPS - g, sequence_ess(on["trainer"].policy, r, lp, 0.7)) for g, r, lp in on["stored"]]
     ages_e, ess = map(np.array, zip(*ess_age))
@@ -38,10 +40,15 @@ def grid(seed):
     arms = {name: run_arm(mode, tau=TAU) for name, mode in [("uniform", "uniform"), ("PER", "per"), ("FreshPER", "fresh")]}
     mean_age = lambda name, first: float(np.mean([ag.mean() for st, ag in arms[name]["ages"] if (st <= STEPS // 2) == first]))
     ages = {n: (round(mean_age(n, True), 3), round(mean_age(n, False), 3)) for n in arms}
+    def expected_age(buf):   # mean age of a replayed item under the buffer's sampling distribution at the last step: exact, no draw
+        p = buf.tree.leaves[:len(buf)] / buf.tree.total
+        return float((p * (buf.step - buf.born[:len(buf)])).sum())
+    e_age = {n: expected_age(arms[n]["replay"].buffer) for n in ("uniform", "PER", "FreshPER")}
     return dict(sft_accuracy=warm_tr.sft_accuracy, margin_sft=round(warm_tr.sft_accuracy - 0.05, 3),
                 ess=[round(float(x), 4) for x in ess], ess_newest=float(ess[ages_e.argmin()]), ess_oldest=float(ess[ages_e.argmax()]),
                 margin_ess=float(ess[ages_e.argmin()] - ess[ages_e.argmax()]), tau_steps=round(TAU, 2), ages=ages,
                 margin_age=round(mean_age("PER", False) - mean_age("FreshPER", False), 3),
+                expected_age={k: round(v, 4) for k, v in e_age.items()}, margin_expected_age=e_age["PER"] - e_age["FreshPER"],
                 replay_every_step=len(arms["FreshPER"]["ages"]) == STEPS)
 
 def arith(seed):
