@@ -9,6 +9,7 @@ def policy():
     return make_tiny_llama(tok, "tiny", max_len=64, seed=0).eval(), tok
 
 PROMPTS = ["12+34=", "7+8=", "a1b2c3|b=", "9="]
+EOS_SCALES = (14, 20, 30, 45, 8)   # <eos> embedding scales tried in turn until rows finish at different steps
 
 @pytest.mark.parametrize("temperature,top_k,top_p", [(1.0, 0, 1.0), (0.6, 0, 1.0), (1.3, 7, 1.0), (0.8, 0, 0.85), (1.0, 10, 0.9)])
 def test_sampler_learner_parity(policy, temperature, top_k, top_p):
@@ -79,10 +80,15 @@ def test_batch_plan():
 def test_early_eos_rows_are_compacted_and_still_exact():
     "Make <eos> likely so rows finish at different steps: the finished rows leave the batch, parity must still hold."
     tok = make_char_tokenizer()
-    model = make_tiny_llama(tok, "tiny", max_len=64, seed=1).eval()
-    with torch.no_grad(): model.model.embed_tokens.weight[tok.eos_token_id] *= 14  # tied weights: a big <eos> logit in many contexts
-    ro = sample(model, tok, PROMPTS * 4, n=2, max_new_tokens=12, generator=torch.Generator().manual_seed(0))
-    assert len(set(ro.lengths.tolist())) > 2 and ro.truncated.float().mean() < 0.75, ro.lengths  # varied, mostly finished
+    # Which rows a scaled <eos> ends early depends on the random init: with x14 alone, 3 of 8 init/sampler seeds left >= 75% of
+    # the rows truncated (tools/seed_sweep_test_rollout_kvcache.py). So take the first scale that gives varied, mostly finished
+    # rows; seed sweep (seeds 0-7): one was found on every seed (x14 on 5, x20, x30, x45), parity error <= 4.3e-6 (atol 1e-5)
+    for scale in EOS_SCALES:
+        model = make_tiny_llama(tok, "tiny", max_len=64, seed=1).eval()
+        with torch.no_grad(): model.model.embed_tokens.weight[tok.eos_token_id] *= scale  # tied weights: a big <eos> logit in many contexts
+        ro = sample(model, tok, PROMPTS * 4, n=2, max_new_tokens=12, generator=torch.Generator().manual_seed(0))
+        if len(set(ro.lengths.tolist())) > 2 and ro.truncated.float().mean() < 0.75: break
+    assert len(set(ro.lengths.tolist())) > 2 and ro.truncated.float().mean() < 0.75, (scale, ro.lengths)  # varied, mostly finished
     ends = ro.completion_ids[torch.arange(len(ro)), ro.lengths - 1]
     assert ((ends == tok.eos_token_id) | ro.truncated).all()
     lp, _ = completion_logprobs(model, ro)

@@ -70,18 +70,21 @@ def tiny(out, **kw): return recipe_config("arith-grpo", **(TINY | dict(out=None 
 def rows(out): return [{k: v for k, v in r.items() if k != "seconds"} for r in read_jsonl(Path(out) / "metrics.jsonl")]
 
 def test_evaluate_per_prompt_is_the_vector_behind_the_accuracy():
-    tr = Trainer.setup(tiny(None))
-    em = lambda: exact_match(tr.policy, tr.tok, tr.task.test, tr.task.reward_fn, max_new_tokens=tr.max_new_tokens, limit=12)
+    # 60 held-out sums: with 12 (the tiny recipe's eval_limit) seed 3's warm start got 11 of 12 first digits right, one short of a
+    # vector with a single value; seed sweep (tools/seed_sweep_test_stats.py, seeds 0-7): 23 to 38 of 60 right, smallest margin 21 prompts
+    N = 60
+    tr = Trainer.setup(tiny(None, eval_limit=N, task_kwargs=dict(n_train=200, n_test=N)))
+    em = lambda: exact_match(tr.policy, tr.tok, tr.task.test, tr.task.reward_fn, max_new_tokens=tr.max_new_tokens, limit=N)
     hits = tr.evaluate(per_prompt=True)
-    assert hits.dtype == torch.bool and hits.shape == (12,)
-    assert tr.evaluate() == int(hits.sum()) / 12 == em()
+    assert hits.dtype == torch.bool and hits.shape == (N,)
+    assert tr.evaluate() == int(hits.sum()) / N == em()
     # this tiny warm start solves few sums; a looser reward (the first digit is right) gives a vector with both values
     tr.task.reward_fn = lambda prompts, completions, answer, **kw: [float(c.strip()[:1] == a[:1]) for c, a in zip(completions, answer)]
     hits = tr.evaluate(per_prompt=True)
-    assert 0 < int(hits.sum()) < 12, hits
-    assert tr.evaluate() == int(hits.sum()) / 12 == em()
-    comps = greedy_completions(tr.policy, tr.tok, list(tr.task.test["prompt"][:12]), tr.max_new_tokens)
-    assert hits.tolist() == [c.strip()[:1] == a[:1] for c, a in zip(comps, tr.task.test["answer"][:12])]   # prompt i's hit is at i
+    assert 0 < int(hits.sum()) < N, hits
+    assert tr.evaluate() == int(hits.sum()) / N == em()
+    comps = greedy_completions(tr.policy, tr.tok, list(tr.task.test["prompt"][:N]), tr.max_new_tokens)
+    assert hits.tolist() == [c.strip()[:1] == a[:1] for c, a in zip(comps, tr.task.test["answer"][:N])]   # prompt i's hit is at i
     assert mcnemar(hits, hits)["n10"] == 0 and mcnemar(hits, ~hits)["n10"] == int(hits.sum())
 
 def test_every_eval_carries_its_wilson_interval_from_step_0_to_the_last_step(tmp_path):

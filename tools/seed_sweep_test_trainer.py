@@ -1,0 +1,54 @@
+"""Seed sweep for tests/test_trainer.py's checks whose outcome depends on the sampled stream (EVIDENCE.md rule 7).
+
+Per seed s: torch.manual_seed(s) and TrainConfig.seed = s (model init, task split, SFT, generators), one JSON line per (check, seed):
+- every_algorithm: steps until every trainable parameter has moved (the test allows 12); margin = 12 - steps, per recipe
+- loss_terms: lm_head norm without the L2 term minus with it, against 1e-3
+
+    PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/seed_sweep_test_trainer.py --seeds 0 1 2 3 4
+"""
+import argparse, json, sys, time
+from pathlib import Path
+import torch
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from test_trainer import SMALL, _trained_params
+from rlref.trainer import Trainer, recipe_config
+
+RECIPES = [("arith-grpo", {}), ("arith-dr_grpo", {}), ("arith-grpo-seqmean", {}), ("arith-grpo", dict(loss_type="bnpo", eps_high=0.28, beta=0.04)),
+           ("arith-rloo", dict(kl_coef=0.01)), ("arith-reinforce_pp", {}), ("arith-ppo", dict(minibatch_size=8, kl_coef=0.01)),
+           ("arith-online_dpo", dict(prompts_per_step=8, samples_per_prompt=2)), ("arith-grpo-lora", {})]
+
+def every_algorithm(seed):
+    out = {}
+    for recipe, extra in RECIPES:
+        torch.manual_seed(seed)
+        cfg = recipe_config(recipe, **(SMALL | extra | dict(steps=12, seed=seed)))
+        tr = Trainer.setup(cfg); before = _trained_params(tr); n, unchanged = 0, list(before)
+        while unchanged and n < cfg.steps:
+            tr.train_step(); n += 1
+            after = _trained_params(tr); unchanged = [k for k in before if torch.equal(before[k], after[k])]
+        out[recipe + ("+" + ",".join(extra) if extra else "")] = n if not unchanged else None
+    return dict(steps_needed=out, margin=min(12 - v if v is not None else -1 for v in out.values()))
+
+def loss_terms(seed):
+    cfg = recipe_config("arith-grpo", **(SMALL | dict(sft_steps=0, steps=2, eval_every=0, kl_every=0, seed=seed)))
+    norms = {}
+    for with_term in (False, True):
+        torch.manual_seed(seed); tr = Trainer.setup(cfg)
+        if with_term: tr.add_hook("loss_terms", lambda t, ctx: {"head_l2": 10.0 * t.policy.lm_head.weight.square().sum()})
+        for _ in range(cfg.steps): tr.train_step()
+        norms[with_term] = tr.policy.lm_head.weight.norm().item()
+    return dict(norms=norms, margin=norms[False] - norms[True] - 1e-3)
+
+CHECKS = dict(every_algorithm=every_algorithm, loss_terms=loss_terms)
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--checks", nargs="+", default=list(CHECKS)); ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    ap.add_argument("--out", default="tools/seed_sweep_test_trainer.jsonl")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    for c in a.checks:
+        for s in a.seeds:
+            t0 = time.time(); rec = dict(check=c, seed=s) | CHECKS[c](s) | dict(seconds=round(time.time() - t0, 1))
+            print(json.dumps(rec), flush=True)
+            with open(a.out, "a") as f: f.write(json.dumps(rec) + "\n")
