@@ -19,10 +19,10 @@ from rlref.trainer import recipe_config, Trainer
 from rlref.models import save_policy
 from rlref.methods.replay import Replay, ReplayConfig, sequence_ess, fit_log_ess
 
-def grid(seed):
+def grid(seed, sft_steps=60):
     work = Path(tempfile.mkdtemp())
     GRID_KW = dict(task="grid", prompts_per_step=16, samples_per_prompt=4, temperature=0.7, lr=3e-4, eval_every=0, eval_limit=100, progress=False)
-    warm_tr = Trainer.setup(recipe_config("arith-grpo", sft_steps=60, sft_batch_size=64, sft_lr=3e-3, sft_target=None, steps=1, seed=seed, **GRID_KW))
+    warm_tr = Trainer.setup(recipe_config("arith-grpo", sft_steps=sft_steps, sft_batch_size=64, sft_lr=3e-3, sft_target=None, steps=1, seed=seed, **GRID_KW))
     save_policy(warm_tr.policy, warm_tr.tok, work / "warm")
     STEPS = 4
     def run_arm(mode, tau=None, keep=False):
@@ -44,7 +44,7 @@ def grid(seed):
         p = buf.tree.leaves[:len(buf)] / buf.tree.total
         return float((p * (buf.step - buf.born[:len(buf)])).sum())
     e_age = {n: expected_age(arms[n]["replay"].buffer) for n in ("uniform", "PER", "FreshPER")}
-    return dict(sft_accuracy=warm_tr.sft_accuracy, margin_sft=round(warm_tr.sft_accuracy - 0.05, 3),
+    return dict(sft_steps=sft_steps, sft_accuracy=warm_tr.sft_accuracy, margin_sft=round(warm_tr.sft_accuracy - 0.05, 3),
                 ess=[round(float(x), 4) for x in ess], ess_newest=float(ess[ages_e.argmin()]), ess_oldest=float(ess[ages_e.argmax()]),
                 margin_ess=float(ess[ages_e.argmin()] - ess[ages_e.argmax()]), tau_steps=round(TAU, 2), ages=ages,
                 margin_age=round(mean_age("PER", False) - mean_age("FreshPER", False), 3),
@@ -65,10 +65,11 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--checks", nargs="+", default=list(CHECKS)); ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--out", default="tools/seed_sweep_13_replay.jsonl")
+    ap.add_argument("--sft-steps", type=int, default=60, help="grid warm-start SFT steps (the chapter's test size was 60, now 120 as at reader size)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     for c in a.checks:
         for s in a.seeds:
-            t0 = time.time(); rec = dict(check=c, seed=s) | CHECKS[c](s) | dict(seconds=round(time.time() - t0, 1))
+            t0 = time.time(); rec = dict(check=c, seed=s) | (CHECKS[c](s, a.sft_steps) if c == "grid" else CHECKS[c](s)) | dict(seconds=round(time.time() - t0, 1))
             print(json.dumps(rec), flush=True)
             with open(a.out, "a") as f: f.write(json.dumps(rec) + "\n")

@@ -29,15 +29,17 @@ def run(s, n_pairs=64):
         return torch.cosine_similarity(roll["dR"][:P, None].double() * roll["g"][:P].double(), true_grad(mid, roll["labels"][:P]), dim=1)
     c = {gm: cosines(gm) for gm in [1e-3, 1e-2, 3e-1]}
     mean, pos = c[1e-2].mean().item(), (c[1e-2] > 0).float().mean().item()
-    return dict(cos_mean={str(k): round(v.mean().item(), 4) for k, v in c.items()}, pos_frac_001=pos,
+    return dict(cos_mean={str(k): round(v.mean().item(), 4) for k, v in c.items()}, pos_frac={str(k): round((v > 0).float().mean().item(), 4) for k, v in c.items()},
+                margin_pos_order=(c[1e-3] > 0).float().mean().item() - (c[3e-1] > 0).float().mean().item(), pos_frac_001=pos,
                 margin_p1_mean=mean - 0.05, margin_p1_pos=pos - 0.8, margin_gamma_order=c[1e-3].mean().item() - c[3e-1].mean().item())
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4, 5, 6, 7]); ap.add_argument("--out", default="tools/seed_sweep_32_paired_flow.jsonl")
+    ap.add_argument("--n-pairs", type=int, default=64, help="FDFO pairs per gamma (the chapter: 64 at test size, 500 at reader size)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     for s in a.seeds:
-        t0 = time.time(); rec = dict(check="cosines", seed=s) | run(s) | dict(seconds=round(time.time() - t0, 1))
+        t0 = time.time(); rec = dict(check="cosines", seed=s, n_pairs=a.n_pairs) | run(s, a.n_pairs) | dict(seconds=round(time.time() - t0, 1))
         print(json.dumps(rec), flush=True)
         with open(a.out, "a") as f: f.write(json.dumps(rec) + "\n")
