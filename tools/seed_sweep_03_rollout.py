@@ -79,11 +79,5 @@ def run(s):
     return out
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4, 5, 6, 7]); ap.add_argument("--out", default="tools/seed_sweep_03_rollout.jsonl")
-    a = ap.parse_args()
-    torch.set_num_threads(1)
-    for s in a.seeds:
-        t0 = time.time(); rec = dict(check="all", seed=s) | run(s) | dict(seconds=round(time.time() - t0, 1))
-        print(json.dumps(rec), flush=True)
-        with open(a.out, "a") as f: f.write(json.dumps(rec) + "\n")
+    from seed_sweep_common import sweep_main
+    sweep_main(dict(all=run), "tools/seed_sweep_03_rollout.jsonl", seeds=[0, 1, 2, 3, 4, 5, 6, 7])

@@ -69,13 +69,5 @@ def c06_clip(s):
 CHECKS = dict(c05_baselines=c05, c06_kl=c06_kl, c06_is=c06_is, c06_clip_higher=c06_clip)
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--checks", nargs="+", default=list(CHECKS)); ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4, 5, 6, 7])
-    ap.add_argument("--out", default="tools/seed_sweep_05_06_estimators.jsonl")
-    a = ap.parse_args()
-    torch.set_num_threads(1)
-    for c in a.checks:
-        for s in a.seeds:
-            t0 = time.time(); rec = dict(check=c, seed=s) | CHECKS[c](s) | dict(seconds=round(time.time() - t0, 1))
-            print(json.dumps(rec), flush=True)
-            with open(a.out, "a") as f: f.write(json.dumps(rec) + "\n")
+    from seed_sweep_common import sweep_main
+    sweep_main(CHECKS, "tools/seed_sweep_05_06_estimators.jsonl", seeds=[0, 1, 2, 3, 4, 5, 6, 7])

@@ -78,13 +78,5 @@ def kv_eos_scaled(s):
 CHECKS = dict(rollout_eos=rollout_eos, kv_changed=kv_changed, kv_eos=kv_eos, rollout_eos_scaled=rollout_eos_scaled, kv_eos_scaled=kv_eos_scaled)
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--checks", nargs="+", default=list(CHECKS)); ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4, 5, 6, 7])
-    ap.add_argument("--out", default="tools/seed_sweep_test_rollout_kvcache.jsonl")
-    a = ap.parse_args()
-    torch.set_num_threads(1)
-    for c in a.checks:
-        for s in a.seeds:
-            t0 = time.time(); rec = dict(check=c, seed=s) | CHECKS[c](s) | dict(seconds=round(time.time() - t0, 1))
-            print(json.dumps(rec), flush=True)
-            with open(a.out, "a") as f: f.write(json.dumps(rec) + "\n")
+    from seed_sweep_common import sweep_main
+    sweep_main(CHECKS, "tools/seed_sweep_test_rollout_kvcache.jsonl", seeds=[0, 1, 2, 3, 4, 5, 6, 7])

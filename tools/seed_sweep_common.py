@@ -1,0 +1,16 @@
+"""The command line every tools/seed_sweep_<name>.py shares: run each check on each seed, one JSON line per (check, seed)."""
+import argparse, json, time
+import torch
+
+def sweep_main(checks: dict, out: str, seeds=(0, 1, 2, 3, 4)):
+    "checks: name -> fn(seed) -> dict (with a `margin` to the check's threshold); appends to `out` (resumable by hand: pick --checks/--seeds)."
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--checks", nargs="+", default=list(checks)); ap.add_argument("--seeds", type=int, nargs="+", default=list(seeds))
+    ap.add_argument("--out", default=out)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    for c in a.checks:
+        for s in a.seeds:
+            t0 = time.time(); rec = dict(check=c, seed=s) | checks[c](s) | dict(seconds=round(time.time() - t0, 1))
+            print(json.dumps(rec), flush=True)
+            with open(a.out, "a") as f: f.write(json.dumps(rec) + "\n")
