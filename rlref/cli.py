@@ -130,7 +130,11 @@ def _base(tp):
 def type_name(tp) -> str:
     "How an annotation reads in help and errors: `int | None` -> 'int or none', `dict` -> 'a JSON object'."
     names = {type(None): "none", dict: "a JSON object", list: "a list", tuple: "a list"}
-    return " or ".join(names.get(_base(m), getattr(_base(m), "__name__", str(m))) for m in _members(tp))
+    def one(m):
+        if _base(m) is typing.Literal: return "one of " + ", ".join(map(str, typing.get_args(m)))
+        if _base(m) in (list, tuple) and typing.get_args(m): return f"a list of {type_name(typing.get_args(m)[0])}"
+        return names.get(_base(m), getattr(_base(m), "__name__", str(m)))
+    return " or ".join(map(one, _members(tp)))
 
 def _type_hints(cls) -> dict:
     "Resolved annotations of `cls`; a field whose annotation cannot be resolved reads as typing.Any (a string on the command line)."
@@ -176,6 +180,8 @@ def parse_value(name: str,  # the field, for the error message
     "A string as a value of annotation `tp`: none/null for an optional field, true/false for bool, numbers, JSON for dict and list; one ValueError naming the field otherwise."
     bases, s = [_base(m) for m in _members(tp)], text.strip()
     if type(None) in bases and s.lower() in _NONE: return None
+    for m in _members(tp):                                             # Literal["bf16", "fp16"]: one of its values
+        if _base(m) is typing.Literal and (hit := [c for c in typing.get_args(m) if str(c) == s]): return hit[0]
     if bool in bases and s.lower() in _TRUE + _FALSE: return s.lower() in _TRUE
     for t in (int, float):
         if t in bases:
@@ -186,7 +192,7 @@ def parse_value(name: str,  # the field, for the error message
             try: v = json.loads(s)
             except json.JSONDecodeError as e: raise ValueError(f"{name} must be {type_name(tp)}, got invalid JSON {text!r} ({e.msg})") from None
             return coerce(name, tp, v)
-    if str in bases or any(b not in _SCALARS + (dict, list, tuple, type(None)) for b in bases): return text   # str, or a type given by name
+    if str in bases or any(b not in _SCALARS + (dict, list, tuple, type(None), typing.Literal) for b in bases): return text   # str, or a type given by name
     raise ValueError(f"{name} must be {type_name(tp)}, got {text!r}")
 
 def _fit(tp, v):
@@ -198,6 +204,7 @@ def _fit(tp, v):
     if b is float: return (True, float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else (False, None)
     if b is str: return isinstance(v, str), v
     if b is dict: return isinstance(v, dict), v
+    if b is typing.Literal: return v in typing.get_args(tp), v
     if b in (list, tuple):
         if not isinstance(v, (list, tuple)): return False, None
         (elem,) = typing.get_args(tp)[:1] or (typing.Any,)
@@ -235,7 +242,7 @@ def _converter(name, tp):
     convert.__name__ = type_name(tp)
     return convert
 
-def _show(v) -> str: return json.dumps(v) if isinstance(v, (dict, list)) else str(v)
+def _show(v) -> str: return json.dumps(v, default=str) if isinstance(v, (dict, list)) else str(v)
 
 def add_config_args(parser: argparse.ArgumentParser,
                     cls=TrainConfig,  # a config dataclass whose fields become flags
@@ -254,7 +261,7 @@ def add_config_args(parser: argparse.ArgumentParser,
             g.add_argument("--no-" + _flag(name)[2:], dest=name, action="store_false", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         elif bases & {list, tuple}:
             g.add_argument(_flag(name), dest=name, nargs="+", action="extend", default=argparse.SUPPRESS, metavar="VALUE",
-                           help=help_ + " (a JSON list, or values: --x a b, --x a --x b)")
+                           help=help_ + f" (a JSON list, or values: {_flag(name)} a b)")
         else:
             g.add_argument(_flag(name), dest=name, type=_converter(name, tp), default=argparse.SUPPRESS,
                            metavar="JSON" if dict in bases else type_name(tp).replace(" or ", "|").upper(), help=help_)
@@ -423,7 +430,7 @@ TRL_EQUIVALENTS = [  # (rlref TrainConfig, TRL GRPOConfig or GRPOTrainer argumen
     ("`chat_template`", "`chat_template_kwargs`", "TRL applies the template to conversational datasets (a `prompt` column of messages)"),
     ("`task`, `task_kwargs`", "`GRPOTrainer(train_dataset=...)`", "rlref builds the train/test split from a task name"),
     ("`reward_funcs`, `reward_weights`", "`GRPOTrainer(reward_funcs=...)`, `reward_weights`", "TRL's signature: f(prompts, completions, **columns) -> list[float]"),
-    ("`format_weight`", "`reward_weights`", "the format reward as a second reward function with this weight"),
+    ("`format_weight`", "a second reward function, weighted in `reward_weights`", "the format reward"),
     ("`samples_per_prompt`", "`num_generations`", "the group size G"),
     ("`prompts_per_step` × `samples_per_prompt`", "`generation_batch_size` = `per_device_train_batch_size` × processes × `steps_per_generation`", "completions per rollout"),
     ("`minibatch_size`", "`per_device_train_batch_size` × processes × `gradient_accumulation_steps`", "completions per optimizer step (rlref: None = the whole rollout)"),
@@ -431,7 +438,7 @@ TRL_EQUIVALENTS = [  # (rlref TrainConfig, TRL GRPOConfig or GRPOTrainer argumen
     ("`num_iterations`", "`num_iterations`", "passes over each rollout (mu)"),
     ("`max_new_tokens`", "`max_completion_length`", "rlref: None = the task's budget"),
     ("`temperature`, `top_k`, `top_p`", "`temperature`, `top_k`, `top_p`", "0 = off for top_k on both sides"),
-    ("`loss_type`", "`loss_type`", "same names for grpo, bnpo, dr_grpo, dapo; seq_mean_token_sum is rlref's (RLOO), cispo/sapo/luspo/vespo are TRL's"),
+    ("`loss_type`", "`loss_type`", "same names for grpo, bnpo, dr_grpo, dapo (rlref: None = the algorithm's, dapo for grpo); seq_mean_token_sum is rlref's (RLOO), cispo/sapo/luspo/vespo are TRL's"),
     ("`scale_rewards`", "`scale_rewards`", "group, batch or none on both sides"),
     ("`eps_low`, `eps_high`", "`epsilon`, `epsilon_high`", "clip range [1 - eps_low, 1 + eps_high]"),
     ("`dual_clip`", "`delta`", "the same loss and gradient when delta > 1 + epsilon_high (checked below)"),
@@ -447,13 +454,13 @@ TRL_EQUIVALENTS = [  # (rlref TrainConfig, TRL GRPOConfig or GRPOTrainer argumen
     ("`warmup_steps`", "`warmup_steps`", "optimizer steps on both sides"),
     ("`lr_schedule`", "`lr_scheduler_type`", "rlref's constant is TRL's constant_with_warmup"),
     ("`weight_decay`, `max_grad_norm`", "`weight_decay`, `max_grad_norm`", ""),
-    ("`steps`", "`max_steps`", "rlref counts rollouts, TRL optimizer steps: max_steps = steps × steps_per_generation × num_iterations"),
+    ("`steps`", "`max_steps`", "rlref counts rollouts, TRL optimizer steps: max_steps = steps × num_iterations × steps_per_generation / gradient_accumulation_steps"),
     ("`seed`", "`seed`", ""),
     ("`eval_every`", "`eval_steps`", "with eval_strategy='steps'"),
     ("`checkpoint_every`, `keep_checkpoints`", "`save_steps`, `save_total_limit`", ""),
     ("`out`", "`output_dir`", ""),
     ("`progress`", "`disable_tqdm`", "negated"),
-    ("`algorithm`", "the trainer class", "grpo: GRPOTrainer; rloo: RLOOTrainer; ppo and online_dpo: TRL's experimental trainers"),
+    ("`algorithm`", "the trainer class", "grpo: GRPOTrainer; rloo: RLOOTrainer; online_dpo: trl.experimental's OnlineDPOTrainer; trl 1.16 has no PPO trainer"),
 ]
 PENDING_FIELDS = ("dtype", "mixed_precision", "gradient_checkpointing", "fused", "chat_template", "reward_funcs", "reward_weights")  # issue #16 adds these to TrainConfig
 
@@ -477,12 +484,13 @@ def check_trl_equivalents(rows=TRL_EQUIVALENTS) -> dict:
     return dict(rlref=len({n for r, _, _ in rows for n in _names(r)}), trl=len({n for _, t, _ in rows for n in _names(t)}), pending=pending)
 
 def trl_table(rows=TRL_EQUIVALENTS) -> str:
-    "The table as markdown, with both defaults where a row maps one name to one name."
+    "The table as markdown, with both sides' defaults where a row renames names one for one."
     from trl import GRPOConfig
     trl_defaults = {f.name: f.default for f in dataclasses.fields(GRPOConfig)}
     ours, lines = config_fields(), ["| rlref `TrainConfig` | TRL `GRPOConfig` | note | defaults (rlref / TRL) |", "| --- | --- | --- | --- |"]
     for r, t, note in rows:
-        (a, b) = (_names(r), _names(t))
-        d = (f"{_show(ours[a[0]]['default'])} / {_show(trl_defaults[b[0]])}" if len(a) == len(b) == 1 and a[0] in ours and "(" not in t else "")
+        a, b = _names(r), _names(t)
+        rename = len(a) == len(b) and all(n in ours for n in a) and all(re.fullmatch(r"`\w+`(, `\w+`)*", x) for x in (r, t))
+        d = f"{', '.join(_show(ours[n]['default']) for n in a)} / {', '.join(_show(trl_defaults[n]) for n in b)}" if rename else ""
         lines.append(f"| {r} | {t} | {note} {'(pending: being added by issue #16)' if any(n not in ours for n in a) else ''} | {d} |")
     return "\n".join(lines)
