@@ -4,15 +4,19 @@
 
 # %% ../nbs/08_cli.ipynb #a1a708e6
 from __future__ import annotations
-import argparse, json, math, sys, time
+import argparse, dataclasses, difflib, inspect, json, math, os, re, sys, time, types, typing
 from pathlib import Path
+from fastcore.docments import docments
 from .core import seed_everything, JsonlLogger, atomic_write, get_device, check_out_path, claim_run_dir, RunDirError
 from .models import make_char_tokenizer, make_tiny_llama, save_policy, sft_warm_start, MODEL_PRESETS
 from .tasks import make_task, exact_match, TASKS
-from .trainer import Trainer, recipe_config, RECIPES, check_resume, find_checkpoint, read_manifest, RunInterrupted, TrainingStopped
+from .trainer import TrainConfig, Trainer, recipe_config, RECIPES, check_resume, find_checkpoint, read_manifest, RunInterrupted, TrainingStopped
 
 # %% auto #0
-__all__ = ['SEED_RANGE', 'check_args', 'run_sft', 'run_train', 'build_parser', 'main']
+__all__ = ['SEED_RANGE', 'TRAIN_DEFAULTS', 'TRL_EQUIVALENTS', 'PENDING_FIELDS', 'check_args', 'run_sft', 'run_train', 'type_name',
+           'config_fields', 'parse_value', 'coerce', 'CLIParser', 'add_config_args', 'flag_values', 'load_config_file',
+           'train_settings', 'resolved_config', 'format_config', 'build_parser', 'main', 'check_trl_equivalents',
+           'trl_table']
 
 # %% ../nbs/08_cli.ipynb #cc01eefd
 SEED_RANGE = (0, 2**31)  # seeds a command accepts: every generator (python, numpy, torch, the trainer's derived ones) takes them
@@ -111,6 +115,230 @@ def run_train(recipe: str = "arith-grpo",  # a name in rlref.trainer.RECIPES
         except KeyboardInterrupt: raise RunInterrupted(ckpt_step or 0, ckpt_step) from None
         return trainer.fit(resume=resume)
 
+# %% ../nbs/08_cli.ipynb #2860cf1b
+_NONE, _TRUE, _FALSE = ("none", "null"), ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+_SCALARS = (bool, int, float, str)
+
+def _members(tp) -> tuple:
+    "The members of a union annotation: `int | None` -> (int, NoneType); a plain type is a union of one."
+    return typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
+
+def _base(tp):
+    "`list[float]` -> list, `dict[str, int]` -> dict, `int` -> int."
+    return typing.get_origin(tp) or tp
+
+def type_name(tp) -> str:
+    "How an annotation reads in help and errors: `int | None` -> 'int or none', `dict` -> 'a JSON object'."
+    names = {type(None): "none", dict: "a JSON object", list: "a list", tuple: "a list"}
+    def one(m):
+        if _base(m) is typing.Literal: return "one of " + ", ".join(map(str, typing.get_args(m)))
+        if _base(m) in (list, tuple) and typing.get_args(m): return f"a list of {type_name(typing.get_args(m)[0])}"
+        return names.get(_base(m), getattr(_base(m), "__name__", str(m)))
+    return " or ".join(map(one, _members(tp)))
+
+def _type_hints(cls) -> dict:
+    "Resolved annotations of `cls`; a field whose annotation cannot be resolved reads as typing.Any (a string on the command line)."
+    try: return typing.get_type_hints(cls)
+    except Exception: pass
+    ns = vars(sys.modules[cls.__module__])
+    def resolve(a):
+        try: return eval(a, ns) if isinstance(a, str) else a
+        except Exception: return typing.Any
+    return {f.name: resolve(f.type) for f in dataclasses.fields(cls)}
+
+def _sections(cls) -> dict:
+    "Each field's section, from the `# -- section` comment lines of the class source."
+    section, out = "other", {}
+    names = {f.name for f in dataclasses.fields(cls)}
+    try: src = inspect.getsource(cls)
+    except (OSError, TypeError): return out                          # no source (a class typed into a REPL): one section
+    for line in src.splitlines():
+        if m := re.match(r"\s+#\s*--\s*(.+?)\s*$", line): section = m.group(1)
+        elif (m := re.match(r"\s+(\w+)\s*:", line)) and m.group(1) in names: out.setdefault(m.group(1), section)
+    return out
+
+def config_fields(cls=TrainConfig) -> dict:
+    "{name: dict(type, default, help, section)} for every init field of a config dataclass: annotation, default, trailing `# ...` comment and `# -- section`."
+    try: docs = docments(cls)
+    except (OSError, TypeError): docs = {}
+    hints, sections = _type_hints(cls), _sections(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        if not f.init: continue
+        default = (f.default if f.default is not dataclasses.MISSING else
+                   f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+        doc = docs.get(f.name) or ""
+        out[f.name] = dict(type=hints.get(f.name, typing.Any), default=default, section=sections.get(f.name, "other"),
+                           help="" if doc.startswith("--") else doc)
+    return out
+
+# %% ../nbs/08_cli.ipynb #f2f689be
+def parse_value(name: str,  # the field, for the error message
+                tp,  # its annotation, e.g. `int | None`
+                text: str,  # what the command line (or a YAML string) said
+               ):
+    "A string as a value of annotation `tp`: none/null for an optional field, true/false for bool, numbers, JSON for dict and list; one ValueError naming the field otherwise."
+    bases, s = [_base(m) for m in _members(tp)], text.strip()
+    if type(None) in bases and s.lower() in _NONE: return None
+    for m in _members(tp):                                             # Literal["bf16", "fp16"]: one of its values
+        if _base(m) is typing.Literal and (hit := [c for c in typing.get_args(m) if str(c) == s]): return hit[0]
+    if bool in bases and s.lower() in _TRUE + _FALSE: return s.lower() in _TRUE
+    for t in (int, float):
+        if t in bases:
+            try: return t(s)
+            except ValueError: pass
+    for t, opener in ((dict, "{"), (list, "["), (tuple, "[")):
+        if t in bases and s.startswith(opener):
+            try: v = json.loads(s)
+            except json.JSONDecodeError as e: raise ValueError(f"{name} must be {type_name(tp)}, got invalid JSON {text!r} ({e.msg})") from None
+            return coerce(name, tp, v)
+    if str in bases or any(b not in _SCALARS + (dict, list, tuple, type(None), typing.Literal) for b in bases): return text   # str, or a type given by name
+    raise ValueError(f"{name} must be {type_name(tp)}, got {text!r}")
+
+def _fit(tp, v):
+    "(True, v) when v is a value of the single (non-union) annotation `tp`, converting ints to float and list elements; (False, None) otherwise."
+    b = _base(tp)
+    if tp is type(None): return v is None, v
+    if b is bool: return isinstance(v, bool), v
+    if b is int: return isinstance(v, int) and not isinstance(v, bool), v
+    if b is float: return (True, float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else (False, None)
+    if b is str: return isinstance(v, str), v
+    if b is dict: return isinstance(v, dict), v
+    if b is typing.Literal: return v in typing.get_args(tp), v
+    if b in (list, tuple):
+        if not isinstance(v, (list, tuple)): return False, None
+        (elem,) = typing.get_args(tp)[:1] or (typing.Any,)
+        return True, [coerce("element", elem, x) for x in v]
+    return True, v                                                     # typing.Any, Callable, ...: the config checks it
+
+def coerce(name: str, tp, v):
+    "A value from a config file (or JSON) checked against annotation `tp`; a string is parsed as on the command line (PyYAML reads `1e-3` as a string)."
+    if isinstance(v, str) and not (str in map(_base, _members(tp)) and type(None) not in _members(tp)): return parse_value(name, tp, v)
+    for m in _members(tp):
+        try: ok, out = _fit(m, v)
+        except ValueError as e: raise ValueError(f"{name} must be {type_name(tp)}, got {v!r} ({e})") from None
+        if ok: return out
+    raise ValueError(f"{name} must be {type_name(tp)}, got {v!r}")
+
+# %% ../nbs/08_cli.ipynb #b95470b7
+class CLIParser(argparse.ArgumentParser):
+    "argparse with `--field_name` read as `--field-name`, and every error one line `PROG: error: ...` with exit status 2."
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        end = args.index("--") if "--" in args else len(args)
+        dash = lambda a: a.partition("=")[0].replace("_", "-") + "".join(a.partition("=")[1:]) if a.startswith("--") else a
+        return super().parse_known_args([dash(a) for a in args[:end]] + args[end:], namespace)
+
+    def error(self, message):
+        print(f"{self.prog}: error: " + " ".join(message.split()) + f" (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+def _flag(name: str) -> str: return "--" + name.replace("_", "-")
+
+def _converter(name, tp):
+    def convert(text):
+        try: return parse_value(name, tp, text)
+        except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
+    convert.__name__ = type_name(tp)
+    return convert
+
+def _show(v) -> str: return json.dumps(v, default=str) if isinstance(v, (dict, list)) else str(v)
+
+def add_config_args(parser: argparse.ArgumentParser,
+                    cls=TrainConfig,  # a config dataclass whose fields become flags
+                    defaults: dict | None = None,  # defaults the command uses instead of the dataclass's (shown in help)
+                   ) -> dict:
+    "One `--field` per field of `cls`, typed from its annotation, help from its comment, grouped by its `# -- section`; a flag not given stays out of the namespace. Returns config_fields(cls)."
+    fields_, groups = config_fields(cls), {}
+    for name, f in fields_.items():
+        if f["section"] not in groups: groups[f["section"]] = parser.add_argument_group(f"{cls.__name__}: {f['section']}")
+        g, tp, bases = groups[f["section"]], f["type"], {_base(m) for m in _members(f["type"])}
+        default = (defaults or {}).get(name, f["default"])
+        help_ = (f["help"] + f" [{type_name(tp)}; default: {_show(default)}]").replace("%", "%%")
+        if bool in bases:
+            g.add_argument(_flag(name), dest=name, nargs="?", const=True, type=_converter(name, tp), default=argparse.SUPPRESS,
+                           metavar="true|false", help=help_ + f"; {_flag(name)} alone = true, --no-{_flag(name)[2:]} = false")
+            g.add_argument("--no-" + _flag(name)[2:], dest=name, action="store_false", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        elif bases & {list, tuple}:
+            g.add_argument(_flag(name), dest=name, nargs="+", action="extend", default=argparse.SUPPRESS, metavar="VALUE",
+                           help=help_ + f" (a JSON list, or values: {_flag(name)} a b)")
+        else:
+            g.add_argument(_flag(name), dest=name, type=_converter(name, tp), default=argparse.SUPPRESS,
+                           metavar="JSON" if dict in bases else type_name(tp).replace(" or ", "|").upper(), help=help_)
+    return fields_
+
+def flag_values(ns: argparse.Namespace, fields_: dict) -> dict:
+    "The config fields given on the command line, as values (list flags: one JSON list, or one value per token)."
+    out = {}
+    for name, v in vars(ns).items():
+        if name not in fields_: continue
+        tp = fields_[name]["type"]
+        if isinstance(v, list) and {list, tuple} & {_base(m) for m in _members(tp)}:
+            if len(v) == 1 and (v[0].lstrip().startswith("[") or (v[0].strip().lower() in _NONE and type(None) in _members(tp))):
+                v = parse_value(name, tp, v[0])
+            else: v = coerce(name, tp, v)
+        out[name] = v
+    return out
+
+# %% ../nbs/08_cli.ipynb #7b676809
+def _did_you_mean(word: str, options) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+def load_config_file(path: str | Path,  # a YAML or JSON file: a mapping of TrainConfig fields, and optionally `recipe:`
+                     cls=TrainConfig,
+                    ) -> tuple[str | None, dict]:
+    "(recipe or None, {field: value}) from a config file; an unknown key or a value of the wrong type is one ValueError naming it."
+    import yaml
+    p = Path(path)
+    if not p.is_file(): raise FileNotFoundError(f"config file {p} " + ("is not a file" if p.exists() else "does not exist"))
+    try: data = yaml.safe_load(p.read_text())                        # YAML 1.1 reads JSON too
+    except yaml.YAMLError as e: raise ValueError(f"config file {p} is not valid YAML or JSON: {e}") from None
+    if data is None: data = {}
+    if not isinstance(data, dict): raise ValueError(f"config file {p} must be a mapping of {cls.__name__} fields, got a {type(data).__name__}")
+    fields_, recipe, values = config_fields(cls), None, {}
+    for key, v in data.items():
+        k = str(key).replace("-", "_")
+        if k == "recipe":
+            if not isinstance(v, str): raise ValueError(f"config file {p}: recipe must be a recipe name, got {v!r}")
+            recipe = v
+        elif k not in fields_:
+            raise ValueError(f"config file {p}: unknown key {key!r}{_did_you_mean(k, list(fields_) + ['recipe'])}; "
+                             f"the keys are {cls.__name__} fields (see rlref train --help) and recipe")
+        else:
+            try: values[k] = coerce(k, fields_[k]["type"], v)
+            except ValueError as e: raise ValueError(f"config file {p}: {e}") from None
+    return recipe, values
+
+TRAIN_DEFAULTS = dict(recipe="arith-grpo", out="runs/train", seed=0, progress=True)  # `rlref train`'s own defaults: out, seed and progress override the recipe, as run_train always did
+
+def train_settings(args: argparse.Namespace) -> tuple[str, dict]:
+    "(recipe, TrainConfig overrides) of parsed `rlref train` arguments; each layer overrides the one before: recipe < --config file < flags."
+    file_recipe, from_file = load_config_file(args.config) if args.config else (None, {})
+    values = {k: TRAIN_DEFAULTS[k] for k in ("out", "seed", "progress")} | from_file | flag_values(args, config_fields())
+    if args.quiet: values["progress"] = False
+    return args.recipe or file_recipe or TRAIN_DEFAULTS["recipe"], values
+
+def _plain(v):
+    "A config value as YAML/JSON can write it (a callable by its import path)."
+    if isinstance(v, dict): return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)): return [_plain(x) for x in v]
+    if v is None or isinstance(v, (bool, int, float, str)): return v
+    if isinstance(v, os.PathLike): return os.fspath(v)
+    if callable(v): return f"{v.__module__}:{getattr(v, '__qualname__', repr(v))}"
+    return repr(v)
+
+def resolved_config(recipe: str, values: dict) -> dict:
+    "What a run would use: {'recipe': ..., every TrainConfig field: value}, checked by building the TrainConfig (no file is touched)."
+    check_args(seed=(values.get("seed", 0), "seed"))
+    cfg = recipe_config(recipe, **values)
+    return dict(recipe=recipe) | {f.name: _plain(getattr(cfg, f.name)) for f in dataclasses.fields(cfg)}
+
+def format_config(d: dict, fmt: str = "yaml") -> str:
+    "A resolved config as YAML (which `--config` reads back) or JSON."
+    import yaml
+    return json.dumps(d, indent=1) if fmt == "json" else yaml.safe_dump(d, sort_keys=False, default_flow_style=None, width=1000)
+
 # %% ../nbs/08_cli.ipynb #8b22f874
 def _acc(x) -> str: return "n/a" if x is None else f"{x:.3f}"
 
@@ -119,10 +347,15 @@ def _sft_cmd(a):
     print(f"held-out greedy exact match: {_acc(s['exact_match'])}  ({s['steps']} steps, {s['seconds']} s) -> {s['model_dir']}")
 
 def _train_cmd(a):
-    s = run_train(a.recipe, a.out, a.steps, a.seed, a.resume, progress=not a.quiet, overwrite=a.overwrite)
-    if s.get("already_finished"): print(f"{a.out} already finished its {s['steps']} steps; nothing to do (extend it with --resume --steps N)")
+    recipe, values = train_settings(a)
+    if a.print_config:
+        print(format_config(resolved_config(recipe, values), a.print_config), end="")
+        return
+    out, seed, progress = values.pop("out"), values.pop("seed"), values.pop("progress")
+    s = run_train(recipe, out, seed=seed, resume=a.resume, progress=progress, overwrite=a.overwrite, **values)
+    if s.get("already_finished"): print(f"{out} already finished its {s['steps']} steps; nothing to do (extend it with --resume --steps N)")
     print(f"held-out greedy exact match: {_acc(s['sft_accuracy'])} at the warm start -> {_acc(s['final_accuracy'])} after {s['algorithm']} "
-          f"({s['steps']} steps, {s['wall_seconds']} s); see {a.out}/summary.json and {a.out}/report.png")
+          f"({s['steps']} steps, {s['wall_seconds']} s); see {out}/summary.json and {out}/report.png")
 
 def _bench_cmd(a):
     from rlref.bench import BENCHES
@@ -130,8 +363,24 @@ def _bench_cmd(a):
     result = BENCHES[a.name]()
     print(json.dumps(result) if a.json else json.dumps(result, indent=1))
 
+def _train_parser(sub) -> argparse.ArgumentParser:
+    "`rlref train`: the run options, then one flag per TrainConfig field (see add_config_args)."
+    t = sub.add_parser("train", help="run a recipe: SFT warm start, then RL", allow_abbrev=False,
+                       description="Run RL training. Settings come from the recipe, then the --config file, then the flags (each overrides the one before). "
+                                   "Every TrainConfig field is a flag; --field_name and --field-name are the same.")
+    r = t.add_argument_group("run")
+    r.add_argument("--recipe", default=None, help=f"starting values, one of {sorted(RECIPES)} [default: {TRAIN_DEFAULTS['recipe']}]")
+    r.add_argument("--config", metavar="FILE", help="a YAML or JSON file: a mapping of TrainConfig fields, and optionally recipe:")
+    r.add_argument("--print-config", nargs="?", const="yaml", choices=("yaml", "json"), help="print the resolved config (YAML unless json) and exit without training")
+    r.add_argument("--resume", action="store_true", help="continue from the newest complete checkpoint in --out")
+    r.add_argument("--overwrite", action="store_true", help="replace what --out holds")
+    r.add_argument("--quiet", action="store_true", help="no progress bars (the same as --no-progress)")
+    add_config_args(t, defaults=TRAIN_DEFAULTS)
+    t.set_defaults(func=_train_cmd)
+    return t
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rlref", description="RL post-training reference implementation")
+    p = CLIParser(prog="rlref", description="RL post-training reference implementation")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sft", help="supervised warm start of a fresh tiny model")
     s.add_argument("--task", default="arith"); s.add_argument("--size", default="tiny")
@@ -140,23 +389,27 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--lr", type=float, default=3e-3); s.add_argument("--quiet", action="store_true")
     s.add_argument("--overwrite", action="store_true", help="replace what --out holds")
     s.set_defaults(func=_sft_cmd)
-    t = sub.add_parser("train", help="run a recipe: SFT warm start, then RL")
-    t.add_argument("--recipe", default="arith-grpo", help=f"one of {sorted(RECIPES)}"); t.add_argument("--out", default="runs/train")
-    t.add_argument("--steps", type=int, default=None); t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--resume", action="store_true"); t.add_argument("--quiet", action="store_true")
-    t.add_argument("--overwrite", action="store_true", help="replace what --out holds")
-    t.set_defaults(func=_train_cmd)
+    t = _train_parser(sub)
     b = sub.add_parser("bench", help="benchmarks, side by side with the peer, as ratios")
     b.add_argument("name"); b.add_argument("--json", action="store_true"); b.set_defaults(func=_bench_cmd)
+    p.commands = dict(sft=s, train=t, bench=b)
     return p
 
 def _exit(command: str, message: str, code: int):
     print(f"rlref {command}: " + " ".join(message.split()), file=sys.stderr)   # always one line
     raise SystemExit(code)
 
+def _unrecognized(parser, command: str, extra: list[str]) -> str:
+    "The one-line error for arguments no flag takes, with the nearest flag when one is close."
+    options = [o for a in parser.commands[command]._actions for o in a.option_strings]
+    first = next((x.partition("=")[0] for x in extra if x.startswith("-")), None)
+    return f"error: unrecognized arguments: {' '.join(extra)}" + (_did_you_mean(first, options) if first else "") + f" (see rlref {command} --help)"
+
 def main(argv=None) -> int:
     "Entry point of the `rlref` command: a user error is one line `rlref CMD: error: ...` and exit status 2; Ctrl-C is one line and 130."
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra: _exit(args.command, _unrecognized(parser, args.command, extra), 2)
     try: args.func(args)
     except RunInterrupted as e: _exit(args.command, str(e), 130)
     except KeyboardInterrupt: _exit(args.command, "interrupted before anything was saved", 130)
@@ -165,3 +418,79 @@ def main(argv=None) -> int:
     return 0
 
 if __name__ == "__main__" and sys.argv[0].endswith("cli.py"): sys.exit(main())   # python -m rlref.cli
+
+# %% ../nbs/08_cli.ipynb #120f0a87
+TRL_EQUIVALENTS = [  # (rlref TrainConfig, TRL GRPOConfig or GRPOTrainer argument, how they correspond); every `name` is checked against both classes
+    ("`model`", "`GRPOTrainer(model=...)`, `model_init_kwargs`", "a checkpoint path or Hub name; loading options go in model_init_kwargs"),
+    ("`dtype`", "`model_init_kwargs` (dtype=...)", "the dtype weights are loaded in"),
+    ("`mixed_precision`", "`bf16`, `fp16`", "autocast with fp32 master weights; TRL's bf16 is on by default"),
+    ("`gradient_checkpointing`", "`gradient_checkpointing`", "TRL's is on by default"),
+    ("`fused`", "-", "rlref's shared-prompt fused forward; no TRL counterpart"),
+    ("`lora_r`", "`GRPOTrainer(peft_config=...)`", "a peft `LoraConfig(r=...)`"),
+    ("`chat_template`", "`chat_template_kwargs`", "TRL applies the template to conversational datasets (a `prompt` column of messages)"),
+    ("`task`, `task_kwargs`", "`GRPOTrainer(train_dataset=...)`", "rlref builds the train/test split from a task name"),
+    ("`reward_funcs`, `reward_weights`", "`GRPOTrainer(reward_funcs=...)`, `reward_weights`", "TRL's signature: f(prompts, completions, **columns) -> list[float]"),
+    ("`format_weight`", "a second reward function, weighted in `reward_weights`", "the format reward"),
+    ("`samples_per_prompt`", "`num_generations`", "the group size G"),
+    ("`prompts_per_step` × `samples_per_prompt`", "`generation_batch_size` = `per_device_train_batch_size` × processes × `steps_per_generation`", "completions per rollout"),
+    ("`minibatch_size`", "`per_device_train_batch_size` × processes × `gradient_accumulation_steps`", "completions per optimizer step (rlref: None = the whole rollout)"),
+    ("`micro_batch_size`", "`per_device_train_batch_size`", "completions per forward/backward"),
+    ("`num_iterations`", "`num_iterations`", "passes over each rollout (mu)"),
+    ("`max_new_tokens`", "`max_completion_length`", "rlref: None = the task's budget"),
+    ("`temperature`, `top_k`, `top_p`", "`temperature`, `top_k`, `top_p`", "0 = off for top_k on both sides"),
+    ("`loss_type`", "`loss_type`", "same names for grpo, bnpo, dr_grpo, dapo (rlref: None = the algorithm's, dapo for grpo); seq_mean_token_sum is rlref's (RLOO), cispo/sapo/luspo/vespo are TRL's"),
+    ("`scale_rewards`", "`scale_rewards`", "group, batch or none on both sides"),
+    ("`eps_low`, `eps_high`", "`epsilon`, `epsilon_high`", "clip range [1 - eps_low, 1 + eps_high]"),
+    ("`dual_clip`", "`delta`", "the same loss and gradient when delta > 1 + epsilon_high (checked below)"),
+    ("`beta`", "`beta`", "k3 KL to the reference in the loss"),
+    ("`kl_ratio_correction`", "`use_bias_correction_kl`", "defaults differ"),
+    ("`entropy_coef`", "`entropy_coef`", "a bonus on the per-token mean entropy"),
+    ("`overlong_filter`", "`mask_truncated_completions`", "truncated completions left out of the loss"),
+    ("`overlong_buffer`", "-", "TRL has it as a reward function: trl.rewards.get_soft_overlong_punishment"),
+    ("`dynamic_sampling`, `max_refill_rounds`", "-", "DAPO's filter and refill; no GRPOConfig field"),
+    ("`is_correction`, `is_clip`, `is_clip_min`", "`vllm_importance_sampling_mode`, `vllm_importance_sampling_clip_max`, `vllm_importance_sampling_clip_min`",
+     "TRL corrects only vLLM's sampler; compare the modes' definitions (06_losses) before relying on one name for the other"),
+    ("`lr`", "`learning_rate`", "defaults differ"),
+    ("`warmup_steps`", "`warmup_steps`", "optimizer steps on both sides"),
+    ("`lr_schedule`", "`lr_scheduler_type`", "rlref's constant is TRL's constant_with_warmup"),
+    ("`weight_decay`, `max_grad_norm`", "`weight_decay`, `max_grad_norm`", ""),
+    ("`steps`", "`max_steps`", "rlref counts rollouts, TRL optimizer steps: max_steps = steps × num_iterations × steps_per_generation / gradient_accumulation_steps"),
+    ("`seed`", "`seed`", ""),
+    ("`eval_every`", "`eval_steps`", "with eval_strategy='steps'"),
+    ("`checkpoint_every`, `keep_checkpoints`", "`save_steps`, `save_total_limit`", ""),
+    ("`out`", "`output_dir`", ""),
+    ("`progress`", "`disable_tqdm`", "negated"),
+    ("`algorithm`", "the trainer class", "grpo: GRPOTrainer; rloo: RLOOTrainer; online_dpo: trl.experimental's OnlineDPOTrainer; trl 1.16 has no PPO trainer"),
+]
+PENDING_FIELDS = ("dtype", "mixed_precision", "gradient_checkpointing", "fused", "chat_template", "reward_funcs", "reward_weights")  # issue #16 adds these to TrainConfig
+
+def _names(text: str) -> list[str]: return re.findall(r"`(\w+)`", text)
+
+def check_trl_equivalents(rows=TRL_EQUIVALENTS) -> dict:
+    "Check every name in the table: rlref's against TrainConfig (PENDING_FIELDS may be missing), TRL's against the installed GRPOConfig and GRPOTrainer. Returns what was checked and what is pending."
+    from trl import GRPOConfig, GRPOTrainer
+    ours, theirs = set(config_fields()), {f.name for f in dataclasses.fields(GRPOConfig)}
+    trainer_args = set(inspect.signature(GRPOTrainer.__init__).parameters)
+    pending = []
+    for r, t, _ in rows:
+        for n in _names(r):
+            if n not in ours:
+                if n not in PENDING_FIELDS: raise ValueError(f"{n!r} is not a TrainConfig field")
+                pending.append(n)
+        for n in _names(t):
+            if n not in theirs: raise ValueError(f"{n!r} is not a field of trl {GRPOConfig.__name__}")
+        for n in re.findall(r"GRPOTrainer\((\w+)=", t):
+            if n not in trainer_args: raise ValueError(f"{n!r} is not an argument of GRPOTrainer")
+    return dict(rlref=len({n for r, _, _ in rows for n in _names(r)}), trl=len({n for _, t, _ in rows for n in _names(t)}), pending=pending)
+
+def trl_table(rows=TRL_EQUIVALENTS) -> str:
+    "The table as markdown, with both sides' defaults where a row renames names one for one."
+    from trl import GRPOConfig
+    trl_defaults = {f.name: f.default for f in dataclasses.fields(GRPOConfig)}
+    ours, lines = config_fields(), ["| rlref `TrainConfig` | TRL `GRPOConfig` | note | defaults (rlref / TRL) |", "| --- | --- | --- | --- |"]
+    for r, t, note in rows:
+        a, b = _names(r), _names(t)
+        rename = len(a) == len(b) and all(n in ours for n in a) and all(re.fullmatch(r"`\w+`(, `\w+`)*", x) for x in (r, t))
+        d = f"{', '.join(_show(ours[n]['default']) for n in a)} / {', '.join(_show(trl_defaults[n]) for n in b)}" if rename else ""
+        lines.append(f"| {r} | {t} | {note} {'(pending: being added by issue #16)' if any(n not in ours for n in a) else ''} | {d} |")
+    return "\n".join(lines)

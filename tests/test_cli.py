@@ -177,3 +177,148 @@ def test_a_run_that_cannot_go_on_is_one_line_and_exit_1(tmp_path, capsys, monkey
     # answer in any of 20 further rollouts (0 of 2,816 samples in all), so the check does not depend on a lucky draw
     code, _, err = rlref_cmd(["train", "--recipe", "flat", "--steps", "2", "--out", str(tmp_path / "run"), "--quiet"], capsys)
     assert code == 1 and err.startswith("rlref train: stopped: dynamic sampling: all 8 groups of step 1 had equal rewards") and err.count("\n") == 1, err
+
+# ---------------------------------------------------------------- the whole TrainConfig: flags, --config files, --print-config
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Literal
+import yaml
+from rlref.cli import CLIParser, add_config_args, config_fields, flag_values, build_parser
+from rlref.trainer import TrainConfig, recipe_config
+
+def as_text(v) -> str:
+    "A default value as a command-line string."
+    return "none" if v is None else str(v).lower() if isinstance(v, bool) else json.dumps(v) if isinstance(v, (dict, list)) else str(v)
+
+def train_help(capsys) -> str:
+    with pytest.raises(SystemExit): main(["train", "--help"])
+    return capsys.readouterr().out
+
+def test_every_trainconfig_field_is_a_flag_in_both_spellings(capsys):
+    "Iterates the dataclass's fields, so a field added later is covered: listed in --help, and its default read back from both spellings."
+    helptext, fs = train_help(capsys), config_fields()
+    parser = build_parser().commands["train"]
+    assert [f.name for f in dataclasses.fields(TrainConfig) if f.init] == list(fs)
+    for name, f in fs.items():
+        assert f"--{name.replace('_', '-')}" in helptext, name
+        if isinstance(f["default"], (type(None), bool, int, float, str, dict, list)):
+            for flag in (f"--{name}", f"--{name.replace('_', '-')}"):
+                got = flag_values(parser.parse_args([flag, as_text(f["default"])]), fs)
+                assert got == {name: f["default"]} and type(got[name]) is type(f["default"]), (flag, got)
+
+def print_config(argv, capsys, fmt="yaml"):
+    code, out, err = rlref_cmd(argv + ["--print-config", fmt], capsys)
+    assert code == 0, err
+    return yaml.safe_load(out) if fmt == "yaml" else json.loads(out)
+
+def test_recipe_then_config_file_then_flags(tmp_path, capsys):
+    f = tmp_path / "run.yaml"
+    f.write_text("recipe: arith-ppo\nnum_iterations: 3\nlr: 2e-4\nsteps: 7\ntask-kwargs: {n_train: 300}\n")
+    base = ["train", "--config", str(f), "--out", str(tmp_path / "r")]
+    d = print_config(base, capsys)
+    assert (d["recipe"], d["algorithm"], d["minibatch_size"]) == ("arith-ppo", "ppo", 128)        # from the recipe
+    assert (d["num_iterations"], d["lr"], d["steps"], d["task_kwargs"]) == (3, 2e-4, 7, {"n_train": 300})   # the file overrides the recipe
+    d = print_config(base + ["--lr", "3e-4", "--steps", "2", "--recipe", "arith-grpo"], capsys)
+    assert (d["recipe"], d["algorithm"], d["minibatch_size"], d["num_iterations"], d["lr"], d["steps"]) == ("arith-grpo", "grpo", None, 3, 3e-4, 2)
+    assert not (tmp_path / "r").exists()                                                      # printing writes nothing
+
+def test_print_config_is_the_config_a_run_uses(finished_run, tmp_path, capsys):
+    "The printed config builds an equal TrainConfig, equals the config.json of the same command's run, and reads back as --config unchanged."
+    argv = ["train", "--recipe", "tiny", "--steps", "4", "--out", str(finished_run), "--quiet"]
+    d = print_config(argv, capsys)
+    fields_ = {k: v for k, v in d.items() if k != "recipe"}
+    assert TrainConfig(**fields_) == recipe_config("tiny", **fields_) == recipe_config("tiny", steps=4, out=str(finished_run), progress=False)
+    assert fields_ == json.loads((finished_run / "config.json").read_text())
+    assert print_config(argv, capsys, "json") == d
+    (tmp_path / "printed.yaml").write_text(yaml.safe_dump(d))
+    assert print_config(["train", "--config", str(tmp_path / "printed.yaml")], capsys) == d
+
+@dataclass
+class Toy:
+    "A config with the field types TrainConfig may grow (lists, optional bools, free dicts)."
+    # -- rewards
+    weights: list[float] | None = None  # one weight per reward function
+    funcs: list[str] = field(default_factory=list)  # reward functions by name
+    # -- model
+    chat: bool | None = None  # use the chat template (None = when the tokenizer has one)
+    extra: dict = field(default_factory=dict)  # passed on
+    precision: Literal["no", "bf16", "fp16"] = "no"  # mixed precision
+
+@pytest.mark.parametrize("argv,want", [
+    (["--weights", "1", "0.5"], dict(weights=[1.0, 0.5])),
+    (["--weights", "[1, 0.5]"], dict(weights=[1.0, 0.5])),
+    (["--weights", "1", "--weights", "0.5"], dict(weights=[1.0, 0.5])),
+    (["--weights", "none"], dict(weights=None)),
+    (["--funcs", "a:f", "b:g"], dict(funcs=["a:f", "b:g"])),
+    (["--chat"], dict(chat=True)), (["--no-chat"], dict(chat=False)), (["--chat", "false"], dict(chat=False)), (["--chat", "null"], dict(chat=None)),
+    (["--extra", '{"a": [1, 2]}'], dict(extra={"a": [1, 2]})),
+    (["--precision", "bf16"], dict(precision="bf16")),
+    ([], {}),
+])
+def test_bool_none_dict_and_list_flags(argv, want):
+    p = CLIParser(prog="toy", allow_abbrev=False)
+    fs = add_config_args(p, Toy)
+    assert {k: f["section"] for k, f in fs.items()} == dict(weights="rewards", funcs="rewards", chat="model", extra="model", precision="model")
+    assert fs["weights"]["help"] == "one weight per reward function"
+    assert flag_values(p.parse_args(argv), fs) == want
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--weights", "1", "x"], "weights must be a list of float or none, got ['1', 'x'] (element must be float, got 'x')"),
+    (["--extra", "{a: 1}"], "argument --extra: extra must be a JSON object, got invalid JSON '{a: 1}'"),
+    (["--extra", "[1]"], "argument --extra: extra must be a JSON object, got '[1]'"),
+    (["--chat", "maybe"], "argument --chat: chat must be bool or none, got 'maybe'"),
+    (["--precision", "fp8"], "argument --precision: precision must be one of no, bf16, fp16, got 'fp8'"),
+])
+def test_bad_toy_values_name_the_field(argv, msg, capsys):
+    p = CLIParser(prog="toy", allow_abbrev=False)
+    fs = add_config_args(p, Toy)
+    try: flag_values(p.parse_args(argv), fs); err = None
+    except SystemExit: err = capsys.readouterr().err
+    except ValueError as e: err = str(e)
+    assert err is not None and msg in err and err.count("\n") <= 1, err
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--steps", "abc"], "argument --steps: steps must be int, got 'abc'"),
+    (["--lr", "fast"], "argument --lr: lr must be float, got 'fast'"),
+    (["--max-new-tokens", "2.5"], "argument --max-new-tokens: max_new_tokens must be int or none, got '2.5'"),
+    (["--task-kwargs", "{n_train: 3}"], "argument --task-kwargs: task_kwargs must be a JSON object, got invalid JSON"),
+    (["--progress", "maybe"], "argument --progress: progress must be bool, got 'maybe'"),
+    (["--top-p", "2"], "top_p must be in (0, 1], got 2.0"),
+    (["--samples_per_prompt", "1"], "grpo is a group estimator and needs samples_per_prompt >= 2, got 1"),
+    (["--lrr", "1e-3"], "unrecognized arguments: --lrr 1e-3 (did you mean '--lr'?)"),
+    (["--config", "{tmp}/none.yaml"], "config file {tmp}/none.yaml does not exist"),
+    (["--print-config", "xml"], "argument --print-config: invalid choice: 'xml'"),
+])
+def test_a_bad_flag_value_is_one_line_naming_the_field(tmp_path, capsys, argv, msg):
+    argv = ["train"] + [a.replace("{tmp}", str(tmp_path)) for a in argv] + ["--out", str(tmp_path / "r"), "--quiet"]
+    code, out, err = rlref_cmd(argv, capsys)
+    assert code == 2 and err.startswith("rlref train: error: ") and msg.replace("{tmp}", str(tmp_path)) in err and err.count("\n") == 1, err
+    assert not (tmp_path / "r").exists()
+
+@pytest.mark.parametrize("text,msg", [
+    ("lrr: 1e-3\n", "unknown key 'lrr' (did you mean 'lr'?)"),
+    ("resume: true\n", "unknown key 'resume'"),
+    ("steps: 2.5\n", "steps must be int, got 2.5"),
+    ("task_kwargs: [1]\n", "task_kwargs must be a JSON object, got [1]"),
+    ("progress: maybe\n", "progress must be bool, got 'maybe'"),
+    ("recipe: 3\n", "recipe must be a recipe name, got 3"),
+    ("recipe: nope\n", "unknown recipe 'nope'"),
+    ("lr: [1\n", "is not valid YAML or JSON"),
+    ("- lr\n", "must be a mapping of TrainConfig fields, got a list"),
+    ("eps_low: -1\n", "eps_low must be > 0 and finite, got -1.0"),
+])
+def test_a_bad_config_file_is_one_line_naming_the_key(tmp_path, capsys, text, msg):
+    f = tmp_path / "run.yaml"; f.write_text(text)
+    code, out, err = rlref_cmd(["train", "--config", str(f), "--out", str(tmp_path / "r"), "--quiet"], capsys)
+    assert code == 2 and err.startswith("rlref train: error: ") and msg in err and err.count("\n") == 1, err
+    assert not (tmp_path / "r").exists()
+
+def test_model_a_saved_checkpoint_dir_trains(tmp_path, capsys):
+    "--model takes a directory written by save_pretrained: no SFT, the loaded weights are the policy."
+    from rlref.models import make_char_tokenizer, make_tiny_llama, save_policy
+    tok = make_char_tokenizer()
+    save_policy(make_tiny_llama(tok, "tiny", max_len=64, seed=0), tok, tmp_path / "model")
+    code, out, err = rlref_cmd(["train", "--recipe", "tiny", "--model", str(tmp_path / "model"), "--steps", "2", "--out", str(tmp_path / "r"), "--quiet"], capsys)
+    assert code == 0, err
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["model"] == str(tmp_path / "model")
+    assert len(rows(tmp_path / "r")) == 2 and not (tmp_path / "r" / "sft").exists()
