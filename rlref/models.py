@@ -17,8 +17,9 @@ from .core import seed_everything, get_device, get_dtype, masked_mean
 hf_logging.disable_progress_bar()   # tiny checkpoints load in milliseconds: HF's per-shard bars are noise
 
 # %% auto #0
-__all__ = ['SPECIAL_TOKENS', 'CHARSET', 'MODEL_PRESETS', 'make_char_tokenizer', 'make_tiny_llama', 'save_policy', 'load_policy',
-           'add_lora', 'encode_pairs', 'sft_loss', 'sft_warm_start']
+__all__ = ['SPECIAL_TOKENS', 'CHARSET', 'MODEL_PRESETS', 'CHAT_TOKENS', 'CHATML_TEMPLATE', 'QWEN2_SPLIT', 'make_char_tokenizer',
+           'make_tiny_llama', 'save_policy', 'load_policy', 'add_lora', 'make_chat_tokenizer', 'make_tiny_qwen2',
+           'stop_token_ids', 'chat_prompts', 'encode_pairs', 'sft_loss', 'sft_warm_start']
 
 # %% ../nbs/01_models.ipynb #9468d5db
 SPECIAL_TOKENS = ["<pad>", "<bos>", "<eos>", "<unk>"]
@@ -97,6 +98,72 @@ def add_lora(model, r: int = 8, alpha: int = 16, dropout: float = 0.0, target_mo
     from peft import LoraConfig, get_peft_model
     cfg = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(target_modules), task_type="CAUSAL_LM")
     return get_peft_model(model, cfg)
+
+# %% ../nbs/01_models.ipynb #7f6633fe
+from transformers import Qwen2Config, Qwen2ForCausalLM
+from transformers.convert_slow_tokenizer import bytes_to_unicode
+from tokenizers import normalizers
+
+CHAT_TOKENS = ["<|im_start|>", "<|im_end|>"]
+CHATML_TEMPLATE = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
+                   "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+QWEN2_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+
+def make_chat_tokenizer(template: str = CHATML_TEMPLATE,  # the jinja chat template (default: ChatML, optional system turn)
+                       ) -> PreTrainedTokenizerFast:
+    "A byte-level chat tokenizer in Qwen2's format: one token per byte (no merges), ChatML's turn markers as special tokens, a chat template."
+    vocab = {t: i for i, t in enumerate(["<pad>", "<eos>", "<unk>"])}
+    for c in bytes_to_unicode().values(): vocab[c] = len(vocab)   # the 256 byte symbols: any UTF-8 text is encodable
+    tok = Tokenizer(tk_models.BPE(vocab=vocab, merges=[], continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
+                                                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    out = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>", pad_token="<pad>", unk_token="<unk>", padding_side="left",
+                                  model_max_length=4096, extra_special_tokens=CHAT_TOKENS)
+    out.chat_template = template
+    return out
+
+# %% ../nbs/01_models.ipynb #f9545d6c
+def make_tiny_qwen2(tokenizer,  # a chat tokenizer (make_chat_tokenizer): its vocabulary, special ids and <|im_end|>
+                    preset: str = "tiny",  # one of MODEL_PRESETS
+                    max_len: int = 256,  # the context length (max_position_embeddings)
+                    seed: int | None = 0,  # seed for the initial weights (None: leave the RNG alone)
+                   ) -> Qwen2ForCausalLM:
+    "A freshly initialised Qwen2-architecture chat model in fp32 (q/k/v biases, tied embeddings) that stops at `<eos>` or `<|im_end|>`."
+    if preset not in MODEL_PRESETS: raise ValueError(f"unknown model preset {preset!r}; choose one of {sorted(MODEL_PRESETS)}")
+    if "<|im_end|>" not in tokenizer.get_vocab(): raise ValueError("make_tiny_qwen2 needs a chat tokenizer with <|im_end|> (make_chat_tokenizer)")
+    if seed is not None: seed_everything(seed)
+    cfg = Qwen2Config(vocab_size=len(tokenizer), max_position_embeddings=max_len, tie_word_embeddings=True, use_sliding_window=False,
+                      bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                      **MODEL_PRESETS[preset])
+    model = Qwen2ForCausalLM(cfg)
+    model.generation_config.eos_token_id = [tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<|im_end|>")]   # end of text, end of turn
+    return model
+
+# %% ../nbs/01_models.ipynb #27c36445
+def stop_token_ids(model,  # a causal LM (also inside a peft wrapper); its generation_config.eos_token_id may be an int or a list
+                   tokenizer) -> list[int]:
+    "The ids that end a completion: the tokenizer's `eos_token_id` and every id in the model's `generation_config.eos_token_id`, in that order, once each."
+    ids = [tokenizer.eos_token_id, getattr(getattr(model, "generation_config", None), "eos_token_id", None)]
+    flat = [i for x in ids for i in (x if isinstance(x, (list, tuple)) else [x]) if i is not None]
+    return list(dict.fromkeys(int(i) for i in flat))
+
+# %% ../nbs/01_models.ipynb #4ac0b6b4
+def chat_prompts(tokenizer, prompts: list[str],
+                 chat_template: bool | None = None,  # True: use the tokenizer's template; False: raw text; None: use it when the tokenizer has one
+                 system_prompt: str | None = None,  # a system turn before every prompt (needs a template)
+                ) -> tuple[list[str], bool]:
+    "The texts to tokenize and whether the tokenizer should add its special tokens: prompts as user turns of the chat template (False: the template holds them), or raw (True)."
+    if chat_template is not None and not isinstance(chat_template, bool): raise ValueError(f"chat_template must be True, False or None, got {chat_template!r}")
+    if system_prompt is not None and not isinstance(system_prompt, str): raise ValueError(f"system_prompt must be a string or None, got {system_prompt!r}")
+    has = bool(getattr(tokenizer, "chat_template", None))
+    if chat_template and not has: raise ValueError("chat_template=True, but the tokenizer has no chat_template (set tokenizer.chat_template, or chat_template=False for raw prompts)")
+    if not (has if chat_template is None else chat_template):
+        if system_prompt is not None: raise ValueError("system_prompt needs a chat template, and the prompts go in raw (chat_template=False, or a tokenizer without one)")
+        return list(prompts), True
+    system = [dict(role="system", content=system_prompt)] if system_prompt is not None else []
+    return [tokenizer.apply_chat_template(system + [dict(role="user", content=p)], add_generation_prompt=True, tokenize=False) for p in prompts], False
 
 # %% ../nbs/01_models.ipynb #99593110
 def encode_pairs(tokenizer, prompts: list[str], answers: list[str], max_len: int | None = None):

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 import torch
 import torch.nn.functional as F
 from .core import Timer
+from .models import chat_prompts, stop_token_ids
 
 # %% auto #0
 __all__ = ['GROW_SLOTS', 'FUSED_MODEL_TYPES', 'Rollout', 'batch_plan', 'truncate_logits', 'sample_logits', 'encode_prompts',
@@ -110,9 +111,13 @@ def sample_logits(logits: torch.Tensor,  # (B, V) raw next-token logits
     return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
 
 # %% ../nbs/03_rollout.ipynb #9b9d9d06
-def encode_prompts(tokenizer, prompts: list[str], n: int = 1, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+def encode_prompts(tokenizer, prompts: list[str], n: int = 1, device=None,
+                   chat_template: bool | None = None,  # wrap each prompt in the tokenizer's chat template (None: when it has one; see rlref.models.chat_prompts)
+                   system_prompt: str | None = None,  # a system turn before every prompt (needs a template)
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
     "Left-padded `(ids, mask)` of shape (len(prompts)*n, P), prompt-major (each prompt repeated n times)."
-    rows = [tokenizer(p)["input_ids"] for p in prompts]
+    texts, special = chat_prompts(tokenizer, prompts, chat_template, system_prompt)
+    rows = [tokenizer(t, add_special_tokens=special)["input_ids"] for t in texts]
     empty = [i for i, r in enumerate(rows) if not r]
     if empty: raise ValueError(f"prompt {empty[0]} ({prompts[empty[0]]!r}) tokenizes to no tokens; every prompt needs at least one")
     P = max(map(len, rows))
@@ -292,6 +297,14 @@ def _check_sample_args(prompts, n, max_new_tokens, temperature, top_k, top_p, gr
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1: raise ValueError(f"{name} must be an int >= 1, got {v!r}")
     check_sampling(temperature, top_k, top_p)
 
+def _stop_ids(model, tokenizer, eos_token_ids) -> list[int]:
+    "The sampler's stop set: `eos_token_ids` as given (an int or a list of ints), else stop_token_ids(model, tokenizer)."
+    if eos_token_ids is None: return stop_token_ids(model, tokenizer)
+    ids = [eos_token_ids] if isinstance(eos_token_ids, numbers.Integral) and not isinstance(eos_token_ids, bool) else eos_token_ids
+    if not isinstance(ids, (list, tuple)) or not all(isinstance(i, numbers.Integral) and not isinstance(i, bool) and i >= 0 for i in ids):
+        raise ValueError(f"eos_token_ids must be a token id or a list of token ids >= 0, or None (= stop_token_ids), got {eos_token_ids!r}")
+    return [int(i) for i in ids]
+
 class _AttentionRecorder:
     "Context manager: run attention in eager mode (when `eager`) and keep each layer's (B, H, q, S) weights (when `record`)."
     def __init__(self, model, record: bool, eager: bool):
@@ -320,12 +333,16 @@ def sample(model, tokenizer, prompts: list[str],
            kv_policy=None,  # None = full cache; a policy from rlref.kvcache compresses it
            generator: torch.Generator | None = None,  # all randomness comes from here (on the model's device)
            fused: bool | None = None,  # rlref's fused forward with a shared prefill (None: whenever the model allows; needs no compression)
+           chat_template: bool | None = None,  # wrap prompts in the tokenizer's chat template (None: when it has one)
+           system_prompt: str | None = None,  # a system turn before every prompt (needs a template)
+           eos_token_ids: list[int] | int | None = None,  # the ids that end a completion (None: stop_token_ids(model, tokenizer))
           ) -> Rollout:
     "Sample `n` completions per prompt with a preallocated KV cache; returns a prompt-major `Rollout`."
     _check_sample_args(prompts, n, max_new_tokens, temperature, top_k, top_p, greedy)
     t_start, cpu_start = time.perf_counter(), time.process_time()
     device = next(model.parameters()).device; dtype = next(model.parameters()).dtype
-    prompt_ids, prompt_mask = encode_prompts(tokenizer, list(prompts), n, device)  # (B, P)
+    prompt_ids, prompt_mask = encode_prompts(tokenizer, list(prompts), n, device, chat_template, system_prompt)  # (B, P)
+    stops = torch.tensor(_stop_ids(model, tokenizer, eos_token_ids), dtype=torch.long, device=device)  # (K,) a row ends at any of them
     (B, P), T = prompt_ids.shape, prompt_ids.shape[1] + max_new_tokens
     ctx = getattr(model.config, "max_position_embeddings", None)
     if ctx is not None and T > ctx:
@@ -381,7 +398,7 @@ def sample(model, tokenizer, prompts: list[str],
             lp = torch.zeros(B, device=device).index_copy_(0, rows, lp_r)
             tok = tok.masked_fill(finished, tokenizer.pad_token_id); lp = lp.masked_fill(finished, 0.0)
             toks.append(tok); logps.append(lp)
-            finished |= tok == tokenizer.eos_token_id
+            finished |= torch.isin(tok, stops)
             if bool(finished.all()) or i + 1 == max_new_tokens: break
             done = finished[rows]
             if 4 * int(done.sum()) >= len(rows):  # a quarter of the batch is done: compact it
@@ -392,7 +409,7 @@ def sample(model, tokenizer, prompts: list[str],
     model.train(was_training)
     completion_ids = torch.stack(toks, 1)  # (B, C)
     C = completion_ids.shape[1]
-    is_eos = completion_ids == tokenizer.eos_token_id
+    is_eos = torch.isin(completion_ids, stops)  # (B, C) stop tokens
     after_eos = (is_eos.long().cumsum(1) - is_eos.long()) > 0  # strictly after the first <eos>
     completion_mask = (~after_eos).long()  # (B, C)
     lengths = completion_mask.sum(1)

@@ -263,29 +263,37 @@ def split_leaks(task: str, train: Dataset, test: Dataset) -> list[int]:
     return [i for i, r in enumerate(test) if canonical_form(task, r) in seen]
 
 # %% ../nbs/02_tasks.ipynb #37093c1e
+from .models import chat_prompts, stop_token_ids
+
 @torch.no_grad()
-def greedy_completions(model, tokenizer, prompts: list[str], max_new_tokens: int = 8, batch_size: int = 256) -> list[str]:
-    "Greedy completions of `prompts` (decoded, special tokens removed), batched with left padding."
+def greedy_completions(model, tokenizer, prompts: list[str], max_new_tokens: int = 8, batch_size: int = 256,
+                       chat_template: bool | None = None,  # wrap prompts in the tokenizer's chat template (None: when it has one; rlref.models.chat_prompts)
+                       system_prompt: str | None = None,  # a system turn before every prompt (needs a template)
+                      ) -> list[str]:
+    "Greedy completions of `prompts` (decoded, special tokens removed), batched with left padding, ending at any of `stop_token_ids`."
+    texts, special = chat_prompts(tokenizer, prompts, chat_template, system_prompt)
     max_len = getattr(model.config, "max_position_embeddings", None)
     device, out = next(model.parameters()).device, []
     was_training = model.training; model.eval()
     for i in range(0, len(prompts), batch_size):
-        enc = tokenizer(prompts[i:i + batch_size], padding=True, return_tensors="pt").to(device)
+        enc = tokenizer(texts[i:i + batch_size], padding=True, add_special_tokens=special, return_tensors="pt").to(device)
         if max_len is not None and enc["input_ids"].shape[1] + max_new_tokens > max_len:
             raise ValueError(f"prompt of {enc['input_ids'].shape[1]} tokens + {max_new_tokens} new tokens exceeds the model's context of {max_len}")
         gen = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id,
-                             eos_token_id=tokenizer.eos_token_id)
+                             eos_token_id=stop_token_ids(model, tokenizer))
         out += tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
     model.train(was_training)
     return out
 
 def exact_match(model, tokenizer, dataset, reward_fn: Callable = correctness_reward, max_new_tokens: int = 8,
-                batch_size: int = 256, limit: int | None = None) -> float:
+                batch_size: int = 256, limit: int | None = None,
+                chat_template: bool | None = None, system_prompt: str | None = None,  # how prompts are encoded (greedy_completions)
+               ) -> float:
     "Fraction of `dataset` rows whose greedy completion gets correctness reward 1."
     if "answer" not in dataset.column_names: raise ValueError(f"the dataset needs an 'answer' column; it has {dataset.column_names}")
     if limit is not None: dataset = dataset.select(range(min(limit, len(dataset))))
     if len(dataset) == 0: raise ValueError("exact_match needs at least one row: the dataset (after `limit`) is empty")
-    comps = greedy_completions(model, tokenizer, list(dataset["prompt"]), max_new_tokens, batch_size)
+    comps = greedy_completions(model, tokenizer, list(dataset["prompt"]), max_new_tokens, batch_size, chat_template, system_prompt)
     cols = {c: list(dataset[c]) for c in dataset.column_names if c != "prompt"}
     rewards = reward_fn(list(dataset["prompt"]), comps, **cols)
     return sum(r >= 1.0 for r in rewards) / len(rewards)

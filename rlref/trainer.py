@@ -186,6 +186,8 @@ class TrainConfig:
     sft_target: float | None = 0.55      # stop SFT early once held-out exact match reaches this, in (0, 1] (None = run all sft_steps)
     sft_eval_every: int = 10             # SFT steps between the held-out checks of sft_target
     lora_r: int = 0                      # LoRA rank (0 = full fine-tuning)
+    chat_template: bool | None = None    # wrap prompts in the tokenizer's chat template (None = when the tokenizer has one; False = raw prompts)
+    system_prompt: str | None = None     # a system turn before every prompt (needs a chat template)
     # -- algorithm
     algorithm: str = "grpo"              # a name in ALGORITHMS
     loss_type: str | None = None         # aggregation (rlref.losses.AGGREGATION_MODES); None = the algorithm's default_loss_type
@@ -267,6 +269,9 @@ class TrainConfig:
         choose("lr_schedule", LR_SCHEDULES); choose("is_correction", IS_MODES); choose("scale_rewards", ("group", "batch", "none"))
         if self.loss_type is not None: choose("loss_type", AGGREGATION_MODES)
         need(isinstance(self.task_kwargs, dict), "task_kwargs", "a dict")
+        need(self.chat_template is None or isinstance(self.chat_template, bool), "chat_template", "True, False or None (= when the tokenizer has one)")
+        need(self.system_prompt is None or (isinstance(self.system_prompt, str) and self.chat_template is not False), "system_prompt",
+             "a string used with a chat template (chat_template True or None), or None")
         for k in ("steps", "sft_steps", "eval_every", "kl_every", "checkpoint_every", "lora_r", "warmup_steps", "top_k", "max_refill_rounds",
                   "overlong_buffer", "prompts_per_step", "samples_per_prompt", "num_iterations", "keep_checkpoints", "max_bad_steps",
                   "eval_limit", "sft_batch_size", "sft_eval_every", "max_len", "seed"):
@@ -466,7 +471,8 @@ def evaluate(self: Trainer, per_prompt: bool = False,  # return which prompts we
     "Held-out greedy exact match on the first `eval_limit` test prompts: the fraction solved, or with `per_prompt` the vector of hits."
     ds = self.task.test.select(range(min(self.cfg.eval_limit, len(self.task.test))))
     if len(ds) == 0: raise ValueError("evaluate needs at least one held-out prompt: the task's test split is empty")
-    comps = greedy_completions(self.policy, self.tok, list(ds["prompt"]), self.max_new_tokens)
+    comps = greedy_completions(self.policy, self.tok, list(ds["prompt"]), self.max_new_tokens,
+                               chat_template=self.cfg.chat_template, system_prompt=self.cfg.system_prompt)
     rewards = self.task.reward_fn(list(ds["prompt"]), comps, **{c: list(ds[c]) for c in ds.column_names if c != "prompt"})
     hits = torch.tensor([r >= 1.0 for r in rewards], dtype=torch.bool)  # (N,) the same rule as rlref.tasks.exact_match
     return hits if per_prompt else int(hits.sum()) / len(hits)
@@ -506,7 +512,8 @@ def rollout(self: Trainer) -> Rollout:
     idx = torch.randint(len(self.task.train), (cfg.prompts_per_step,), generator=self.gens["prompts"]).tolist()
     rows = self.task.train.select(idx)
     r = sample(self.policy, self.tok, list(rows["prompt"]), n=n, max_new_tokens=self.max_new_tokens, temperature=cfg.temperature,
-               top_k=cfg.top_k, top_p=cfg.top_p, kv_policy=self.kv_policy, generator=self.gens["sampler"])
+               top_k=cfg.top_k, top_p=cfg.top_p, kv_policy=self.kv_policy, generator=self.gens["sampler"],
+               chat_template=cfg.chat_template, system_prompt=cfg.system_prompt)
     cols = {c: [v for v in rows[c] for _ in range(n)] for c in rows.column_names if c != "prompt"}
     correct = torch.tensor(self.task.reward_fn(r.prompts, r.completions, **cols), dtype=torch.float32)  # (B,) one call: rewards can be costly
     rewards = correct.clone()
