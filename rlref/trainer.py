@@ -26,7 +26,8 @@ __all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'RESUME_HARML
            'register_algorithm', 'policy_gradient_loss', 'dpo_pairs', 'TrainConfig', 'recipe_config', 'Critic',
            'TrainingStopped', 'lr_lambda', 'Trainer', 'resolve_precision', 'BaseReference', 'frozen_reference',
            'enable_checkpointing', 'accuracy_interval', 'soft_overlong_penalty', 'concat_rollouts', 'stateful_hooks',
-           'read_manifest', 'find_checkpoint', 'check_resume', 'preflight_run', 'RunInterrupted', 'plot_report']
+           'read_manifest', 'find_checkpoint', 'check_resume', 'preflight_run', 'RunInterrupted', 'plot_report',
+           'TensorMemory']
 
 # %% ../nbs/07_trainer.ipynb #a1f0c002
 @dataclass
@@ -1042,3 +1043,26 @@ def plot_report(history: list[dict], path=None, title: str = "",
     fig.suptitle(title); fig.tight_layout()
     if path is not None: fig.savefig(path, dpi=80); plt.close(fig)
     return fig
+
+# %% ../nbs/07_trainer.ipynb #5d7e0b08
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+from torch.multiprocessing.reductions import StorageWeakRef
+
+class TensorMemory(TorchDispatchMode):
+    "Inside the block: bytes of live tensor storages created by torch ops (`now`) and their maximum (`peak`), on any device; views and pre-existing tensors are not counted."
+    def __enter__(self):
+        self.live, self.now, self.peak = {}, 0, 0
+        return super().__enter__()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for k in [k for k, (ref, _) in self.live.items() if ref.expired()]: self.now -= self.live.pop(k)[1]   # freed since the last op
+        inputs = {StorageWeakRef(t.untyped_storage()).cdata for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        for t in tree_leaves(out):
+            if not isinstance(t, torch.Tensor): continue
+            ref = StorageWeakRef(t.untyped_storage())
+            if ref.cdata in inputs or ref.cdata in self.live: continue     # a view or in-place result, or already counted
+            self.live[ref.cdata] = (ref, t.untyped_storage().nbytes()); self.now += self.live[ref.cdata][1]
+        self.peak = max(self.peak, self.now)
+        return out
