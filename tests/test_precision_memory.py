@@ -107,7 +107,7 @@ def big_vocab():
 @pytest.mark.parametrize("kw", [dict(chunk_rows=7), dict(chunk_rows=1), dict(vocab_chunk=1000), dict(chunk_rows=50, vocab_chunk=3000),
                                 dict(chunk_rows=7, top_k=20, top_p=0.9)])
 def test_chunked_logprobs_equal_unchunked_with_gradients(big_vocab, fused, kw):
-    "Values and gradients of chunked log-probs and entropies equal the unchunked ones to float rounding (measured: <= 1.5e-6 on values)."
+    "Values and gradients of chunked log-probs and entropies equal the unchunked ones to float rounding (measured: log-probs <= 1.9e-6, entropies <= 6.7e-6)."
     r = fake_rollout(16, 8192)
     r.completion_mask[::3, 5:] = 0                                   # ragged completions: padding is skipped by the chunked path
     trunc = {k: v for k, v in kw.items() if k in ("top_k", "top_p")}
@@ -118,7 +118,7 @@ def test_chunked_logprobs_equal_unchunked_with_gradients(big_vocab, fused, kw):
         (lp.sum() + ent.sum()).backward()
         out.append((lp.detach(), ent.detach(), torch.cat([p.grad.flatten() for p in big_vocab.parameters()])))
     (lp0, e0, g0), (lp1, e1, g1) = out
-    torch.testing.assert_close(lp1, lp0, atol=1e-5, rtol=0); torch.testing.assert_close(e1, e0, atol=1e-5, rtol=0)
+    torch.testing.assert_close(lp1, lp0, atol=1e-5, rtol=0); torch.testing.assert_close(e1, e0, atol=5e-5, rtol=0)   # entropies of ~9 nats
     torch.testing.assert_close(g1, g0, atol=1e-4, rtol=1e-4)
     assert (lp1[r.completion_mask == 0] == 0).all() and (e1[r.completion_mask == 0] == 0).all()
 
