@@ -830,7 +830,7 @@ def save_checkpoint(self: Trainer) -> Path:
         if not torch.isfinite(p).all(): raise TrainingStopped("refusing to checkpoint: the policy has non-finite weights")
     d = self.out / "checkpoints"; d.mkdir(parents=True, exist_ok=True)
     state = dict(step=self.step, skipped_steps=self.skipped_steps, bad_steps=self.bad_steps, sft_accuracy=self.sft_accuracy,
-                 policy=self.policy.state_dict(), opt=self.opt.state_dict(), sched=self.sched.state_dict(),
+                 policy=self.policy.state_dict(), opt=self.opt.state_dict(), sched=self.sched.state_dict(), **({"scaler": self.scaler.state_dict()} if self.scaler is not None else {}),
                  critic=self.critic.state_dict() if self.critic else None, rng=rng_state(),
                  gens={k: g.get_state() for k, g in self.gens.items()}, config=asdict(self.cfg),
                  hooks={k: dict(type=type(o).__qualname__, state=o.state_dict()) for k, o in stateful_hooks(self).items()})
@@ -911,6 +911,7 @@ def load_checkpoint(self: Trainer, path):  # a manifest from find_checkpoint (or
         raise RunDirError(f"checkpoint {path} was written with stateful hooks [{_describe_hooks(saved)}] but this trainer has "
                           f"[{_describe_hooks(mine)}]; register the same hooks, in the same order, before resuming")
     self.policy.load_state_dict(state["policy"]); self.opt.load_state_dict(state["opt"]); self.sched.load_state_dict(state["sched"])
+    if self.scaler is not None and "scaler" in state: self.scaler.load_state_dict(state["scaler"])   # fp16: the loss scale it had reached
     if self.critic is not None: self.critic.load_state_dict(state["critic"])
     for k, g in self.gens.items(): g.set_state(state["gens"][k])
     set_rng_state(state["rng"])

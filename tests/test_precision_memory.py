@@ -195,3 +195,17 @@ def test_setup_with_lora_builds_the_base_reference():
     t = Trainer.setup(TrainConfig(sft_steps=5, sft_target=None, lora_r=4, beta=0.04, prompts_per_step=4, samples_per_prompt=2, eval_limit=10,
                                   progress=False, task_kwargs=dict(n_train=50, n_test=10)))
     assert isinstance(t.ref, BaseReference)
+
+def test_fp16_run_resumes_exactly(tmp_path):
+    "The fp16 loss scale is part of the checkpoint: 2 steps + resume to 3 equal 3 uninterrupted steps, weights and scale."
+    kw = dict(sft_steps=5, sft_target=None, prompts_per_step=4, samples_per_prompt=4, eval_every=0, eval_limit=10, progress=False, lr=1e-3,
+              format_weight=0.5, mixed_precision="fp16", checkpoint_every=1, task_kwargs=dict(n_train=50, n_test=10))
+    def run(steps, out, resume=False, growing=True):
+        t = Trainer.setup(TrainConfig(**kw, steps=steps, out=str(tmp_path / out)), resume=resume)
+        if growing: t.scaler = torch.amp.GradScaler("cpu", growth_interval=1)   # the scale doubles after every clean step: its state matters
+        t.fit(resume=resume); return t
+    a = run(3, "a"); run(2, "b")
+    c = run(3, "b", resume=True, growing=False)                          # the checkpoint restores the scale and growth_interval
+    assert a.scaler.get_scale() == c.scaler.get_scale() > 65536.0
+    assert all(p.dtype == torch.float32 for p in c.policy.parameters())
+    assert all(torch.equal(x, y) for x, y in zip(a.policy.parameters(), c.policy.parameters()))
