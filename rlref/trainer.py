@@ -505,7 +505,7 @@ def _master_weights(self: Trainer):
         for p in low: p.data = p.data.float()                      # the same Parameter objects, now fp32
     elif low:
         warnings.warn(f"{len(low)} trainable tensors are {low[0].dtype} with mixed_precision='no': AdamW updates them in place and rounds "
-                      f"away any step below half a weight's spacing (2^-8 of its size in bf16); set mixed_precision='bf16' for fp32 master weights")
+                      f"away every step below half the spacing of the numbers near a weight (about 2^-9 of its size in bf16); set mixed_precision='bf16' for fp32 master weights")
 
 @patch
 def autocast(self: Trainer):
