@@ -8,13 +8,15 @@ import time, math, numbers
 from dataclasses import dataclass, field, fields, replace
 import torch
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 from .core import Timer
 from .models import chat_prompts, stop_token_ids
 
 # %% auto #0
 __all__ = ['GROW_SLOTS', 'FUSED_MODEL_TYPES', 'Rollout', 'batch_plan', 'truncate_logits', 'sample_logits', 'encode_prompts',
            'SlotKVCache', 'decoder_parts', 'rope', 'attention', 'decoder_block', 'fused_cache_forward',
-           'shared_prefix_logits', 'check_sampling', 'sample', 'token_logprobs', 'completion_logprobs']
+           'shared_prefix_block', 'shared_prefix_hidden', 'shared_prefix_logits', 'check_sampling', 'sample',
+           'token_logprobs', 'completion_hidden', 'chunked_token_logprobs', 'completion_logprobs']
 
 # %% ../nbs/03_rollout.ipynb #1ff7567c
 @dataclass
@@ -252,11 +254,26 @@ def fused_cache_forward(parts, ids: torch.Tensor,  # (b, q) new tokens
     return head(inner.norm(x[:, -1:]))[:, -1]  # (b, V)
 
 # %% ../nbs/03_rollout.ipynb #f15ed6f1
-def shared_prefix_logits(parts, prompt_ids: torch.Tensor,  # (B, P) left-padded prompts, typically G copies of each
+def shared_prefix_block(layer, x_p: torch.Tensor,  # (U, P, d) the distinct prompts' hidden states
+                        x_c: torch.Tensor,  # (B, C, d) the completions'
+                        rope_p: tuple, rope_c: tuple,  # (cos, sin) of the prompt and completion positions
+                        p_bias: torch.Tensor, c_bias: torch.Tensor,  # (U, 1, P, P), (B, 1, C, P+C) additive masks
+                        inverse: torch.Tensor,  # (B,) the distinct prompt of each row
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    "One decoder block over the distinct prompts, then over the completions attending to `prompt ⊕ completion`."
+    s, kv = layer.self_attn.scaling, {}
+    def attend_prompt(q, k, v): kv["k"], kv["v"] = k, v; return attention(q, k, v, p_bias, s)
+    x_p = decoder_block(layer, x_p, *rope_p, attend_prompt)
+    x_c = decoder_block(layer, x_c, *rope_c,
+                        lambda q, k, v: attention(q, torch.cat([kv["k"][inverse], k], 2), torch.cat([kv["v"][inverse], v], 2), c_bias, s))
+    return x_p, x_c
+
+def shared_prefix_hidden(parts, prompt_ids: torch.Tensor,  # (B, P) left-padded prompts, typically G copies of each
                          prompt_mask: torch.Tensor,  # (B, P)
                          completion_ids: torch.Tensor,  # (B, C)
                         ) -> torch.Tensor:
-    "Logits (B, C, V) predicting each completion token, running every distinct prompt through the model once."
+    """Final hidden states (B, C, d) that predict each completion token, running every distinct prompt through the model once.
+    A layer whose `gradient_checkpointing` flag is set (HF's `activation_checkpointing_enable`) is checkpointed when gradients are on."""
     inner, head = parts
     (B, P), C = prompt_ids.shape, completion_ids.shape[1]
     key = torch.cat([prompt_ids, prompt_mask.to(prompt_ids.dtype)], 1)  # (B, 2P) a prompt is its ids *and* its mask (pad may be eos)
@@ -272,13 +289,18 @@ def shared_prefix_logits(parts, prompt_ids: torch.Tensor,  # (B, P) left-padded 
                         torch.zeros(B, 1, C, C, dtype=dtype, device=x_p.device).masked_fill_(~causal(C), neg)], -1)  # (B, 1, C, P+C)
     cos_p, sin_p = inner.rotary_emb(x_p, p_pos); cos_c, sin_c = inner.rotary_emb(x_c, c_pos)
     for layer in inner.layers:
-        s, kv = layer.self_attn.scaling, {}
-        def attend_prompt(q, k, v): kv["k"], kv["v"] = k, v; return attention(q, k, v, p_bias, s)
-        x_p = decoder_block(layer, x_p, cos_p, sin_p, attend_prompt)
-        x_c = decoder_block(layer, x_c, cos_c, sin_c,
-                            lambda q, k, v: attention(q, torch.cat([kv["k"][inverse], k], 2), torch.cat([kv["v"][inverse], v], 2), c_bias, s))
-    h = torch.cat([inner.norm(x_p[:, -1:])[inverse], inner.norm(x_c[:, :-1])], 1)  # (B, C, d)
-    return head(h)  # (B, C, V)
+        args = (layer, x_p, x_c, (cos_p, sin_p), (cos_c, sin_c), p_bias, c_bias, inverse)
+        if getattr(layer, "gradient_checkpointing", False) and torch.is_grad_enabled():  # keep the block's inputs, recompute it in backward
+            x_p, x_c = checkpoint(shared_prefix_block, *args, use_reentrant=False)
+        else: x_p, x_c = shared_prefix_block(*args)
+    return torch.cat([inner.norm(x_p[:, -1:])[inverse], inner.norm(x_c[:, :-1])], 1)  # (B, C, d)
+
+def shared_prefix_logits(parts, prompt_ids: torch.Tensor,  # (B, P) left-padded prompts, typically G copies of each
+                         prompt_mask: torch.Tensor,  # (B, P)
+                         completion_ids: torch.Tensor,  # (B, C)
+                        ) -> torch.Tensor:
+    "Logits (B, C, V) predicting each completion token, running every distinct prompt through the model once."
+    return parts[1](shared_prefix_hidden(parts, prompt_ids, prompt_mask, completion_ids))  # (B, C, V)
 
 # %% ../nbs/03_rollout.ipynb #c0821eda
 def check_sampling(temperature: float, top_k: int = 0, top_p: float = 1.0):
@@ -442,6 +464,74 @@ def token_logprobs(logits: torch.Tensor,  # (..., V) temperature-scaled logits
     return logp, lp, outside
 
 # %% ../nbs/03_rollout.ipynb #9ca87d97
+def completion_hidden(model, rollout: Rollout, rows: slice,  # the rows to run
+                      parts=None,  # decoder_parts(model) for the fused forward, or None for the model's own decoder
+                      attention_mask_4d: torch.Tensor | None = None,  # (B, 1, T, T) additive mask (HF path only)
+                     ) -> tuple[torch.Tensor, torch.nn.Module]:
+    "(final hidden states (b, C, d) that predict the completion tokens of `rows`, the output head): the forward without the (b, C, V) logits."
+    if parts is not None:
+        return shared_prefix_hidden(parts, rollout.prompt_ids[rows], rollout.prompt_mask[rows], rollout.completion_ids[rows]), parts[1]
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    cfg = getattr(base, "config", None)
+    odd = [k for k in ("final_logit_softcapping", "logit_scale", "logits_scaling") if getattr(cfg, k, None) not in (None, 1, 1.0)]
+    if odd: raise ValueError(f"chunked log-probs apply the output head themselves and would skip {base.config.model_type}'s {odd[0]}; leave chunk_rows and vocab_chunk None")
+    P = rollout.prompt_ids.shape[1]
+    ids = torch.cat([rollout.prompt_ids[rows], rollout.completion_ids[rows]], 1)  # (b, P+C)
+    mask = torch.cat([rollout.prompt_mask[rows], rollout.completion_mask[rows]], 1)  # (b, P+C)
+    am = mask if attention_mask_4d is None else attention_mask_4d[rows]
+    h = base.get_decoder()(input_ids=ids, attention_mask=am, position_ids=(mask.long().cumsum(1) - 1).clamp(min=0), use_cache=False).last_hidden_state
+    return h[:, P - 1:-1], base.get_output_embeddings()  # (b, C, d)
+
+def _vocab_chunked_logprobs(h: torch.Tensor, head: torch.nn.Linear, tokens: torch.Tensor, temperature: float, vocab_chunk: int):
+    "Log-prob (r,) and entropy (r,) of `tokens` from (r, d) hidden states, `vocab_chunk` logit columns at a time (an online log-sum-exp)."
+    M = s = t = None
+    tok_z = h.new_zeros(len(tokens), dtype=torch.float32)  # (r,) the sampled token's logit
+    for v0 in range(0, head.weight.shape[0], vocab_chunk):
+        w, b = head.weight[v0:v0 + vocab_chunk], None if head.bias is None else head.bias[v0:v0 + vocab_chunk]
+        z = F.linear(h, w, b).float() / temperature  # (r, v) one slice of the logits
+        inside = (tokens >= v0) & (tokens < v0 + z.shape[1])  # (r,)
+        tok_z = torch.where(inside, z.gather(1, (tokens - v0).clamp(0, z.shape[1] - 1)[:, None]).squeeze(1), tok_z)
+        m = z.max(1).values  # (r,)
+        e = (z - m[:, None]).exp()  # (r, v)
+        s_c, t_c = e.sum(1), (e * (m[:, None] - z)).sum(1)  # sum of exp(z - m), and of exp(z - m)(m - z) >= 0
+        if M is None: M, s, t = m, s_c, t_c
+        else:  # merge two pieces at their common max: every term stays >= 0, so the entropy has no cancellation
+            Mn = torch.maximum(M, m); a, c = (M - Mn).exp(), (m - Mn).exp()
+            t = a * (s * (Mn - M) + t) + c * (s_c * (Mn - m) + t_c)
+            s, M = a * s + c * s_c, Mn
+    return tok_z - (M + s.log()), s.log() + t / s  # log p(token) = z - logsumexp; H = log s + E[m - z]
+
+def chunked_token_logprobs(h: torch.Tensor,  # (n, d) hidden states, one row per scored token
+                           head: torch.nn.Module,  # the output layer (an nn.Linear when vocab_chunk is set)
+                           tokens: torch.Tensor,  # (n,) the sampled tokens
+                           temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,  # as in token_logprobs
+                           with_entropy: bool = True,
+                           chunk_rows: int | None = None,  # rows per chunk (None = all n at once)
+                           vocab_chunk: int | None = None,  # logit columns per step (None = the whole vocabulary)
+                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(log-probs (n,), entropies (n,) (empty without with_entropy), (n,) outside-support flags), `chunk_rows` rows at a time: at most
+    (chunk_rows, V) logits exist at once, or (chunk_rows, vocab_chunk). With gradients on, each chunk is checkpointed (its logits are
+    recomputed in backward instead of kept)."""
+    if vocab_chunk is not None and not isinstance(head, torch.nn.Linear):
+        raise ValueError(f"vocab_chunk slices the output head's weight and needs an nn.Linear head, got {type(head).__name__}; leave vocab_chunk None")
+    def piece(hh, tt):
+        if vocab_chunk is not None:
+            lp, ent = _vocab_chunked_logprobs(hh, head, tt, temperature, vocab_chunk)
+            return lp, ent if with_entropy else ent[:0], torch.zeros_like(tt, dtype=torch.bool)
+        logp, lp, outside = token_logprobs(head(hh).float() / temperature, tt, top_k, top_p)  # (r, V), (r,), (r,)
+        ent = -(logp.exp() * logp.nan_to_num(neginf=0.0)).sum(-1) if with_entropy else lp[:0]  # (r,)
+        return lp, ent, outside
+    out, step = [], chunk_rows or max(len(tokens), 1)
+    for s in range(0, len(tokens), step):
+        args = (h[s:s + step], tokens[s:s + step])
+        out.append(checkpoint(piece, *args, use_reentrant=False) if torch.is_grad_enabled() and h.requires_grad else piece(*args))
+    if not out: return h.new_zeros(0, dtype=torch.float32), h.new_zeros(0, dtype=torch.float32), tokens.new_zeros(0, dtype=torch.bool)
+    return tuple(torch.cat(x) for x in zip(*out))
+
+def _check_chunk(name, v):
+    if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1):
+        raise ValueError(f"{name} must be None or an int >= 1, got {v!r}")
+
 def completion_logprobs(model, rollout: Rollout,
                         temperature: float = 1.0,  # the sampler's temperature (logits are divided by it)
                         micro_batch_size: int | None = None,  # rows per forward; None = all at once
@@ -450,29 +540,45 @@ def completion_logprobs(model, rollout: Rollout,
                         top_k: int = 0, top_p: float = 1.0,  # replay the sampler's truncation (see the pitfall above)
                         fused: bool | None = None,  # shared-prefix fused forward (None: whenever the model allows and no 4D mask is given)
                         stats: dict | None = None,  # if given, gets "outside_support": completion tokens outside the replayed truncation
+                        chunk_rows: int | None = None,  # completion tokens per output-head + log-softmax chunk (None = a micro-batch's (b, C, V) logits at once)
+                        vocab_chunk: int | None = None,  # logit columns per step of an online log-sum-exp (None = the whole vocabulary; needs top_k=0, top_p=1)
                        ) -> tuple[torch.Tensor, torch.Tensor | None]:
     "Per-token log-probs (B, C) of the completions under `model` from a dense forward, and entropies; 0 on padding."
     check_sampling(temperature, top_k, top_p)
     if micro_batch_size is not None and (isinstance(micro_batch_size, bool) or not isinstance(micro_batch_size, numbers.Integral) or micro_batch_size < 1):
         raise ValueError(f"micro_batch_size must be None (all rows at once) or an int >= 1, got {micro_batch_size!r}")
+    _check_chunk("chunk_rows", chunk_rows); _check_chunk("vocab_chunk", vocab_chunk)
+    if vocab_chunk is not None and (top_k or top_p < 1.0):
+        raise ValueError(f"vocab_chunk cannot replay top_k/top_p truncation (it needs the whole row of logits); got top_k={top_k}, top_p={top_p}")
     B, P = rollout.prompt_ids.shape
     mbs = micro_batch_size or B
     parts = decoder_parts(model) if fused is not False and attention_mask_4d is None else None
     if fused and parts is None: raise ValueError("fused=True needs a Llama-family model (see decoder_parts) and no attention_mask_4d")
-    ids, mask, pos, cmask = rollout.input_ids, rollout.attention_mask, rollout.position_ids, rollout.completion_mask
+    cmask, chunked = rollout.completion_mask, chunk_rows is not None or vocab_chunk is not None
     lps, ents, n_outside = [], [], 0
     for i in range(0, B, mbs):
         sl = slice(i, i + mbs)
-        if parts is not None:
-            logits = shared_prefix_logits(parts, rollout.prompt_ids[sl], rollout.prompt_mask[sl], rollout.completion_ids[sl])  # (b, C, V)
+        real = cmask[sl] == 1  # (b, C) the tokens that are scored
+        if chunked:  # only the real tokens, a chunk of rows at a time: the (b, C, V) logits never exist
+            h, head = completion_hidden(model, rollout, sl, parts, attention_mask_4d)  # (b, C, d)
+            lp_r, ent_r, out_r = chunked_token_logprobs(h[real], head, rollout.completion_ids[sl][real], temperature, top_k, top_p,
+                                                        with_entropy, chunk_rows, vocab_chunk)  # (n,) each
+            lp = lp_r.new_zeros(real.shape).index_put((real,), lp_r)  # (b, C)
+            outside = torch.zeros_like(real).index_put((real,), out_r)
+            if with_entropy: ents.append(ent_r.new_zeros(real.shape).index_put((real,), ent_r))
         else:
-            am = mask[sl] if attention_mask_4d is None else attention_mask_4d[sl]
-            logits = model(input_ids=ids[sl], attention_mask=am, position_ids=pos[sl], use_cache=False).logits[:, P - 1:-1]  # (b, C, V)
-        logp, lp, outside = token_logprobs(logits.float() / temperature, rollout.completion_ids[sl], top_k, top_p)  # (b, C, V), (b, C), (b, C)
-        lps.append(lp.masked_fill(cmask[sl] == 0, 0.0))  # (b, C)
-        if stats is not None: n_outside += int((outside & (cmask[sl] == 1)).sum())
-        if with_entropy:
-            p = logp.exp()
-            ents.append((-(p * logp.nan_to_num(neginf=0.0)).sum(-1)).masked_fill(cmask[sl] == 0, 0.0))  # (b, C)
+            if parts is not None:
+                logits = shared_prefix_logits(parts, rollout.prompt_ids[sl], rollout.prompt_mask[sl], rollout.completion_ids[sl])  # (b, C, V)
+            else:
+                ids = torch.cat([rollout.prompt_ids[sl], rollout.completion_ids[sl]], 1)  # (b, P+C)
+                mask = torch.cat([rollout.prompt_mask[sl], cmask[sl]], 1)  # (b, P+C)
+                am = mask if attention_mask_4d is None else attention_mask_4d[sl]
+                logits = model(input_ids=ids, attention_mask=am, position_ids=(mask.long().cumsum(1) - 1).clamp(min=0), use_cache=False).logits[:, P - 1:-1]  # (b, C, V)
+            logp, lp, outside = token_logprobs(logits.float() / temperature, rollout.completion_ids[sl], top_k, top_p)  # (b, C, V), (b, C), (b, C)
+            if with_entropy:
+                p = logp.exp()
+                ents.append((-(p * logp.nan_to_num(neginf=0.0)).sum(-1)).masked_fill(~real, 0.0))  # (b, C)
+        lps.append(lp.masked_fill(~real, 0.0))  # (b, C)
+        if stats is not None: n_outside += int((outside & real).sum())
     if stats is not None: stats["outside_support"] = n_outside
     return torch.cat(lps), (torch.cat(ents) if with_entropy else None)

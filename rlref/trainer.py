@@ -24,9 +24,10 @@ from .losses import (grpo_loss, value_loss, online_dpo_loss, importance_weights,
 # %% auto #0
 __all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'RESUME_HARMLESS', 'LossContext', 'Algorithm',
            'register_algorithm', 'policy_gradient_loss', 'dpo_pairs', 'TrainConfig', 'recipe_config', 'Critic',
-           'TrainingStopped', 'lr_lambda', 'Trainer', 'accuracy_interval', 'soft_overlong_penalty', 'concat_rollouts',
-           'stateful_hooks', 'read_manifest', 'find_checkpoint', 'check_resume', 'preflight_run', 'RunInterrupted',
-           'plot_report']
+           'TrainingStopped', 'lr_lambda', 'Trainer', 'resolve_precision', 'BaseReference', 'frozen_reference',
+           'enable_checkpointing', 'accuracy_interval', 'soft_overlong_penalty', 'concat_rollouts', 'stateful_hooks',
+           'read_manifest', 'find_checkpoint', 'check_resume', 'preflight_run', 'RunInterrupted', 'plot_report',
+           'TensorMemory']
 
 # %% ../nbs/07_trainer.ipynb #a1f0c002
 @dataclass
@@ -234,6 +235,13 @@ class TrainConfig:
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0           # gradient clipping
     max_bad_steps: int = 3               # stop after this many consecutive non-finite optimizer steps
+    # -- precision and memory
+    dtype: str = "auto"                  # storage dtype of the policy's weights: auto (float32 under mixed precision, else the device's: bf16 on a bf16 GPU, fp32 on CPU), float32, bfloat16, float16
+    mixed_precision: str = "auto"        # no, bf16 or fp16 (trainable weights and AdamW state stay fp32, forwards under torch.autocast), or auto (bf16 on a bf16 GPU, no elsewhere)
+    gradient_checkpointing: bool = False  # recompute each decoder layer in backward instead of keeping its activations (fused blocks and the HF path alike)
+    fused: bool | None = None            # rlref's fused forward in sampler and learner: None = when the model allows, False = always the HF path, True = required
+    logprob_chunk_rows: int | None = None  # completion tokens per output-head + log-softmax chunk (None = a micro-batch's (rows, C, V) logits at once)
+    vocab_chunk: int | None = None       # logit columns per step of a chunked log-sum-exp (None = the whole vocabulary; needs top_k=0, top_p=1)
     # -- bookkeeping
     seed: int = 0                        # in [0, 2**31)
     eval_every: int = 50                 # steps between held-out evaluations (and at the first and last step)
@@ -283,6 +291,12 @@ class TrainConfig:
         for k in ("max_new_tokens", "minibatch_size", "micro_batch_size"):
             need(getattr(self, k) is None or (_is_int(getattr(self, k)) and getattr(self, k) >= 1), k, "an int >= 1 or None")
         need(self.seed < 2 ** 31, "seed", "< 2**31")
+        choose("dtype", ("auto", "float32", "bfloat16", "float16")); choose("mixed_precision", ("auto", "no", "bf16", "fp16"))
+        need(isinstance(self.gradient_checkpointing, bool), "gradient_checkpointing", "True or False")
+        need(self.fused is None or isinstance(self.fused, bool), "fused", "None (when the model allows), True or False")
+        for k in ("logprob_chunk_rows", "vocab_chunk"): need(getattr(self, k) is None or (_is_int(getattr(self, k)) and getattr(self, k) >= 1), k, "an int >= 1 or None")
+        if self.vocab_chunk is not None and (self.top_k or (_is_num(self.top_p) and self.top_p < 1)):
+            raise ValueError(f"vocab_chunk cannot replay the sampler's top_k/top_p truncation (it needs whole rows of logits); got top_k={self.top_k}, top_p={self.top_p}")
         need(self.task_seed is None or (_is_int(self.task_seed) and 0 <= self.task_seed < 2 ** 31), "task_seed", "an int in [0, 2**31), or None (= seed)")
         need(self.out is None or (isinstance(self.out, (str, os.PathLike)) and str(self.out).strip() != ""), "out", "a non-empty path, or None (write nothing)")
         for k in ("lr", "temperature", "eps_low", "is_clip", "dpo_beta", "dpo_temperature"):
@@ -401,8 +415,10 @@ class Trainer:
         self.hooks = {k: [] for k in HOOK_POINTS}
         self.hooks_need_old_logprobs = False       # set by add_hook(..., needs_old_logprobs=True)
         self.kv_policy = None                      # a rlref.kvcache policy compresses the sampler's cache
-        self.ref = copy.deepcopy(policy).eval().requires_grad_(False) if self.algorithm.needs_ref(cfg) else None
+        self._precision_and_memory()              # storage dtype, autocast, fp16 scaler, gradient checkpointing, the fused check
+        self.ref = frozen_reference(policy) if self.algorithm.needs_ref(cfg) else None
         self.critic = Critic(policy).to(self.device) if self.algorithm.needs_critic else None
+        self._master_weights()                     # mixed precision: trainable weights in fp32 (after the reference kept the storage dtype)
         params = [p for p in policy.parameters() if p.requires_grad] + (list(self.critic.parameters()) if self.critic else [])
         self.opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(cfg))
@@ -425,6 +441,83 @@ class Trainer:
             if y is not None: x = y
         return x
 
+# %% ../nbs/07_trainer.ipynb #5d7e0a02
+import contextlib
+from .core import get_dtype
+from .rollout import decoder_parts
+
+def resolve_precision(dtype: str = "auto",  # TrainConfig.dtype: auto, float32, bfloat16, float16
+                      mixed_precision: str = "auto",  # TrainConfig.mixed_precision: auto, no, bf16, fp16
+                      device=None,  # the device the run uses (default: get_device())
+                     ) -> tuple[torch.dtype, torch.dtype | None]:
+    "(storage dtype of the weights, autocast dtype or None): auto mixed precision is bf16 on a bf16 GPU; auto storage is fp32 under mixed precision."
+    device = get_device(device)
+    if mixed_precision == "auto": mixed_precision = "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "no"
+    amps = {"no": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+    if mixed_precision not in amps: raise ValueError(f"unknown mixed_precision {mixed_precision!r}; choose one of ('auto', 'no', 'bf16', 'fp16')")
+    amp = amps[mixed_precision]
+    if dtype == "auto": return (torch.float32 if amp is not None else get_dtype(None, device)), amp
+    return get_dtype(dtype), amp
+
+class BaseReference:
+    "The frozen reference of a LoRA policy: the policy itself with its adapters switched off (peft's `disable_adapter`); the base weights exist once."
+    def __init__(self, policy): self.policy = policy
+    def __repr__(self): return f"BaseReference({type(self.policy).__name__} with its adapters disabled)"
+    def parameters(self): return iter(())   # it owns no weights: they are the policy's
+
+    @contextlib.contextmanager
+    def active(self):
+        "Inside this block the policy computes its base model: adapters off, eval mode (restored after)."
+        was = self.policy.training; self.policy.eval()
+        try:
+            with self.policy.disable_adapter(): yield self.policy
+        finally: self.policy.train(was)
+
+def frozen_reference(policy):
+    "The reference of a KL term or of Online DPO: the adapter-disabled base of a peft (LoRA) policy, else a frozen deep copy."
+    if hasattr(policy, "peft_config") and hasattr(policy, "disable_adapter"): return BaseReference(policy)
+    return copy.deepcopy(policy).eval().requires_grad_(False)
+
+def enable_checkpointing(model) -> int:
+    "Turn on HF's (non-reentrant) activation checkpointing of every decoder layer, also inside a peft wrapper; returns how many layers. The fused forward reads the same per-layer flag."
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if not getattr(base, "supports_gradient_checkpointing", False):
+        raise ValueError(f"gradient_checkpointing=True, but {type(base).__name__} does not support activation checkpointing")
+    on = getattr(base, "activation_checkpointing_enable", None)   # transformers >= 5.x; gradient_checkpointing_enable before
+    if on is not None: on({"use_reentrant": False})
+    else: base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()                                                  # HF checkpoints a layer only in training mode
+    return sum(bool(getattr(m, "gradient_checkpointing", False)) for m in getattr(base.get_decoder(), "layers", []))
+
+@patch
+def _precision_and_memory(self: Trainer):
+    "Apply the config's precision and memory fields: storage dtype, autocast dtype, the fp16 loss scaler, gradient checkpointing, the fused check."
+    cfg = self.cfg
+    store, self.amp_dtype = resolve_precision(cfg.dtype, cfg.mixed_precision, self.device)
+    if cfg.dtype != "auto": self.policy.to(store)                  # "auto": as given (Trainer.setup loads at the resolved dtype)
+    self.scaler = torch.amp.GradScaler(self.device.type) if self.amp_dtype == torch.float16 else None
+    self.checkpointed_layers = enable_checkpointing(self.policy) if cfg.gradient_checkpointing else 0
+    if cfg.fused and decoder_parts(self.policy) is None:
+        raise ValueError(f"fused=True needs a Llama-family policy that rlref's fused forward covers (rlref.rollout.decoder_parts), "
+                         f"got {type(self.policy).__name__}; use fused=None or False")
+
+@patch
+def _master_weights(self: Trainer):
+    "Under mixed precision: trainable weights (policy, critic) in fp32, so AdamW's small steps are not rounded away. Pure low-precision training gets a warning."
+    trainable = [p for m in (self.policy, self.critic) if m is not None for p in m.parameters() if p.requires_grad]
+    low = [p for p in trainable if p.dtype in (torch.bfloat16, torch.float16)]
+    if self.amp_dtype is not None:
+        for p in low: p.data = p.data.float()                      # the same Parameter objects, now fp32
+    elif low:
+        warnings.warn(f"{len(low)} trainable tensors are {low[0].dtype} with mixed_precision='no': AdamW updates them in place and rounds "
+                      f"away every step below half the spacing of the numbers near a weight (about 2^-9 of its size in bf16); set mixed_precision='bf16' for fp32 master weights")
+
+@patch
+def autocast(self: Trainer):
+    "The forwards' precision: torch.autocast to the mixed-precision dtype, or a no-op context (fp32, or pure low precision)."
+    return torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype is not None else contextlib.nullcontext()
+
+
 # %% ../nbs/07_trainer.ipynb #2c4cd127
 @patch(cls_method=True)
 def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False,  # continue the run in cfg.out (then call fit(resume=True))
@@ -436,13 +529,14 @@ def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False,  # continue the 
     task = make_task(cfg.task, seed=cfg.split_seed, **cfg.task_kwargs)
     sft_dir = Path(cfg.out) / "sft" if cfg.out else None
     sft_acc = None
+    store, _ = resolve_precision(cfg.dtype, cfg.mixed_precision, get_device())   # the dtype the weights are loaded in
     if cfg.warm_start is not None:
         from .testbed import warm_start_dir
-        policy, tok = load_policy(warm_start_dir(cfg.warm_start, cfg.seed))   # the same weights on every machine (SHA-256 checked)
+        policy, tok = load_policy(warm_start_dir(cfg.warm_start, cfg.seed), dtype=store)   # the same weights on every machine (SHA-256 checked)
     elif cfg.model is not None:
-        policy, tok = load_policy(cfg.model)
+        policy, tok = load_policy(cfg.model, dtype=store)
     elif sft_dir is not None and resume and (sft_dir / "config.json").is_file():
-        policy, tok = load_policy(sft_dir)          # the warm start of the interrupted run, bit for bit
+        policy, tok = load_policy(sft_dir, dtype=store)          # the warm start of the interrupted run, bit for bit
         sft_acc = json.loads((sft_dir / "sft.json").read_text())["sft_accuracy"]
     else:
         tok = make_char_tokenizer()
@@ -453,7 +547,8 @@ def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False,  # continue the 
                            progress=cfg.progress, eval_fn=check if cfg.sft_target is not None else None, eval_every=cfg.sft_eval_every, stop_at=cfg.sft_target)
         if sft_dir is not None:
             save_policy(policy, tok, sft_dir)
-            policy, tok = load_policy(sft_dir)      # resumed runs load this file: use it here too, so both see the same weights
+            policy, tok = load_policy(sft_dir, dtype=store)      # resumed runs load this file: use it here too, so both see the same weights
+    policy = policy.to(store)                       # a fresh model is built and warm-started in fp32
     if cfg.lora_r: policy = add_lora(policy, r=cfg.lora_r)
     trainer = cls(cfg, policy, tok, task)
     if sft_acc is None: sft_acc = trainer.evaluate()
@@ -471,8 +566,8 @@ def evaluate(self: Trainer, per_prompt: bool = False,  # return which prompts we
     "Held-out greedy exact match on the first `eval_limit` test prompts: the fraction solved, or with `per_prompt` the vector of hits."
     ds = self.task.test.select(range(min(self.cfg.eval_limit, len(self.task.test))))
     if len(ds) == 0: raise ValueError("evaluate needs at least one held-out prompt: the task's test split is empty")
-    comps = greedy_completions(self.policy, self.tok, list(ds["prompt"]), self.max_new_tokens,
-                               chat_template=self.cfg.chat_template, system_prompt=self.cfg.system_prompt)
+    with self.autocast(): comps = greedy_completions(self.policy, self.tok, list(ds["prompt"]), self.max_new_tokens,
+                                                     chat_template=self.cfg.chat_template, system_prompt=self.cfg.system_prompt)
     rewards = self.task.reward_fn(list(ds["prompt"]), comps, **{c: list(ds[c]) for c in ds.column_names if c != "prompt"})
     hits = torch.tensor([r >= 1.0 for r in rewards], dtype=torch.bool)  # (N,) the same rule as rlref.tasks.exact_match
     return hits if per_prompt else int(hits.sum()) / len(hits)
@@ -511,9 +606,10 @@ def rollout(self: Trainer) -> Rollout:
     cfg, n = self.cfg, self.cfg.samples_per_prompt
     idx = torch.randint(len(self.task.train), (cfg.prompts_per_step,), generator=self.gens["prompts"]).tolist()
     rows = self.task.train.select(idx)
-    r = sample(self.policy, self.tok, list(rows["prompt"]), n=n, max_new_tokens=self.max_new_tokens, temperature=cfg.temperature,
-               top_k=cfg.top_k, top_p=cfg.top_p, kv_policy=self.kv_policy, generator=self.gens["sampler"],
-               chat_template=cfg.chat_template, system_prompt=cfg.system_prompt)
+    with self.autocast():                      # the sampler runs at the learner's precision
+        r = sample(self.policy, self.tok, list(rows["prompt"]), n=n, max_new_tokens=self.max_new_tokens, temperature=cfg.temperature,
+                   top_k=cfg.top_k, top_p=cfg.top_p, kv_policy=self.kv_policy, generator=self.gens["sampler"], fused=cfg.fused,
+                   chat_template=cfg.chat_template, system_prompt=cfg.system_prompt)
     cols = {c: [v for v in rows[c] for _ in range(n)] for c in rows.column_names if c != "prompt"}
     correct = torch.tensor(self.task.reward_fn(r.prompts, r.completions, **cols), dtype=torch.float32)  # (B,) one call: rewards can be costly
     rewards = correct.clone()
@@ -552,11 +648,14 @@ def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
 @patch
 def logprobs(self: Trainer, model, r: Rollout, temperature: float | None = None, with_entropy: bool = False,
              attention_mask_4d: torch.Tensor | None = None, grad: bool = False):
-    "Per-token log-probs (B, C) of r's completions under `model` (and entropies when asked); the policy replays the sampler's top-k/top-p."
-    trunc = dict(top_k=self.cfg.top_k, top_p=self.cfg.top_p) if model is self.policy else {}
-    with torch.set_grad_enabled(grad):
-        lp, ent = completion_logprobs(model, r, self.cfg.temperature if temperature is None else temperature, with_entropy=with_entropy,
-                                      attention_mask_4d=attention_mask_4d, **trunc)
+    """Per-token log-probs (B, C) of r's completions under `model` (and entropies when asked); the policy replays the sampler's top-k/top-p.
+    Runs micro_batch_size rows per forward (chunked by logprob_chunk_rows / vocab_chunk), under the run's autocast and fused switch."""
+    cfg = self.cfg
+    trunc = dict(top_k=cfg.top_k, top_p=cfg.top_p) if model is self.policy else {}
+    with torch.set_grad_enabled(grad), self.autocast(), (model.active() if isinstance(model, BaseReference) else contextlib.nullcontext(model)) as net:
+        lp, ent = completion_logprobs(net, r, cfg.temperature if temperature is None else temperature, with_entropy=with_entropy,
+                                      attention_mask_4d=attention_mask_4d, micro_batch_size=cfg.micro_batch_size, fused=cfg.fused,
+                                      chunk_rows=cfg.logprob_chunk_rows, vocab_chunk=cfg.vocab_chunk, **trunc)
     return (lp, ent) if with_entropy else lp
 
 @patch
@@ -569,7 +668,8 @@ def _seq_kl(self: Trainer, r: Rollout, logp: torch.Tensor | None = None) -> torc
 def advantages(self: Trainer, r: Rollout, old_logp: torch.Tensor | None = None) -> Rollout:
     "Attach the algorithm's advantages (B,) or (B, C) (and what its loss needs, e.g. PPO's returns/values)."
     if old_logp is not None: r.extras["old_logprobs"] = old_logp
-    if self.algorithm.advantages is not None: self.algorithm.advantages(self, r)
+    if self.algorithm.advantages is not None:
+        with self.autocast(): self.algorithm.advantages(self, r)   # e.g. PPO's critic forward
     return r
 
 # %% ../nbs/07_trainer.ipynb #7f924b33
@@ -581,7 +681,7 @@ def loss(self: Trainer, mb: Rollout, n_tokens_in_minibatch: int, n_micro: float 
                               attention_mask_4d=mb.extras.get("attention_mask_4d"), grad=True)    # (b, C) each
     old = mb.extras.get("old_logprobs")
     ctx = LossContext(mb, logp, ent, logp.detach() if old is None else old, n_tokens_in_minibatch, n_micro)  # on-policy: ratio is 1
-    loss, info = self.algorithm.loss(self, ctx)
+    with self.autocast(): loss, info = self.algorithm.loss(self, ctx)   # reference and critic forwards at the run's precision
     info = {"entropy": masked_mean(ent.detach(), m).item(), "policy_loss": loss.item()} | info
     if cfg.entropy_coef: loss = loss - cfg.entropy_coef * (ent * m).sum() / max(n_tokens_in_minibatch, 1)
     for fn in self.hooks["loss_terms"]:      # extra terms from a chapter, e.g. a KL to a shadow-masked forward
@@ -665,7 +765,7 @@ def _accumulate(self: Trainer, r: Rollout, rows: torch.Tensor, micro: int) -> di
     for ids in rows.split(micro):
         n_micro = len(rows) / len(ids)                                          # an uneven tail holds a smaller share
         loss, info = self.loss(r.select(ids), n_tok, n_micro)
-        loss.backward()
+        (loss if self.scaler is None else self.scaler.scale(loss)).backward()   # fp16: a scaled loss keeps small gradients representable
         out["loss"] += loss.item()
         info.pop("loss", None)                                                  # the backpropagated value above is the one logged
         for k, v in info.items(): out[k] = out.get(k, 0.0) + float(v) * (1.0 if k == "policy_loss" else 1.0 / n_micro)
@@ -685,17 +785,23 @@ def _update(self: Trainer, r: Rollout) -> dict:
             rows = (perm[s:s + mini, None] * unit + torch.arange(unit)).flatten()
             self.opt.zero_grad(set_to_none=True)
             m = self._accumulate(r, rows, micro * unit)
+            if self.scaler is not None: self.scaler.unscale_(self.opt)           # fp16: the true gradients, before clipping
             gnorm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
             for k, v in m.items(): every[k] = every.get(k, 0.0) + v
             n_all += 1
             if not (torch.isfinite(gnorm) and math.isfinite(m["loss"])):        # this optimizer step only
-                self.opt.zero_grad(set_to_none=True); self.bad_steps += 1; self.skipped_steps += 1
+                self.opt.zero_grad(set_to_none=True); self.skipped_steps += 1
+                if self.scaler is not None and math.isfinite(m["loss"]):         # fp16 overflow: a smaller loss scale next time, not divergence
+                    self.scaler.update(); continue
+                self.bad_steps += 1
                 if self.bad_steps >= cfg.max_bad_steps:
                     raise TrainingStopped(f"stopping: non-finite loss or gradient in {self.bad_steps} consecutive optimizer steps "
                                        f"(step {self.step + 1}); lower the learning rate or check the rewards")
                 continue
             self.bad_steps = 0
-            self.opt.step(); self.sched.step()
+            if self.scaler is None: self.opt.step()
+            else: self.scaler.step(self.opt); self.scaler.update()
+            self.sched.step()
             for k, v in (m | {"grad_norm": gnorm.item()}).items(): taken[k] = taken.get(k, 0.0) + v
             n_taken += 1
     return {k: v / n_taken for k, v in taken.items()} if n_taken else {k: v / n_all for k, v in every.items()}
@@ -731,7 +837,7 @@ def save_checkpoint(self: Trainer) -> Path:
         if not torch.isfinite(p).all(): raise TrainingStopped("refusing to checkpoint: the policy has non-finite weights")
     d = self.out / "checkpoints"; d.mkdir(parents=True, exist_ok=True)
     state = dict(step=self.step, skipped_steps=self.skipped_steps, bad_steps=self.bad_steps, sft_accuracy=self.sft_accuracy,
-                 policy=self.policy.state_dict(), opt=self.opt.state_dict(), sched=self.sched.state_dict(),
+                 policy=self.policy.state_dict(), opt=self.opt.state_dict(), sched=self.sched.state_dict(), **({"scaler": self.scaler.state_dict()} if self.scaler is not None else {}),
                  critic=self.critic.state_dict() if self.critic else None, rng=rng_state(),
                  gens={k: g.get_state() for k, g in self.gens.items()}, config=asdict(self.cfg),
                  hooks={k: dict(type=type(o).__qualname__, state=o.state_dict()) for k, o in stateful_hooks(self).items()})
@@ -812,6 +918,7 @@ def load_checkpoint(self: Trainer, path):  # a manifest from find_checkpoint (or
         raise RunDirError(f"checkpoint {path} was written with stateful hooks [{_describe_hooks(saved)}] but this trainer has "
                           f"[{_describe_hooks(mine)}]; register the same hooks, in the same order, before resuming")
     self.policy.load_state_dict(state["policy"]); self.opt.load_state_dict(state["opt"]); self.sched.load_state_dict(state["sched"])
+    if self.scaler is not None and "scaler" in state: self.scaler.load_state_dict(state["scaler"])   # fp16: the loss scale it had reached
     if self.critic is not None: self.critic.load_state_dict(state["critic"])
     for k, g in self.gens.items(): g.set_state(state["gens"][k])
     set_rng_state(state["rng"])
@@ -944,3 +1051,26 @@ def plot_report(history: list[dict], path=None, title: str = "",
     fig.suptitle(title); fig.tight_layout()
     if path is not None: fig.savefig(path, dpi=80); plt.close(fig)
     return fig
+
+# %% ../nbs/07_trainer.ipynb #5d7e0b08
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+from torch.multiprocessing.reductions import StorageWeakRef
+
+class TensorMemory(TorchDispatchMode):
+    "Inside the block: bytes of live tensor storages created by torch ops (`now`) and their maximum (`peak`), on any device; views and pre-existing tensors are not counted."
+    def __enter__(self):
+        self.live, self.now, self.peak = {}, 0, 0
+        return super().__enter__()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for k in [k for k, (ref, _) in self.live.items() if ref.expired()]: self.now -= self.live.pop(k)[1]   # freed since the last op
+        inputs = {StorageWeakRef(t.untyped_storage()).cdata for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        for t in tree_leaves(out):
+            if not isinstance(t, torch.Tensor): continue
+            ref = StorageWeakRef(t.untyped_storage())
+            if ref.cdata in inputs or ref.cdata in self.live: continue     # a view or in-place result, or already counted
+            self.live[ref.cdata] = (ref, t.untyped_storage().nbytes()); self.now += self.live[ref.cdata][1]
+        self.peak = max(self.peak, self.now)
+        return out
