@@ -12,9 +12,12 @@ from datasets import Dataset
 from tqdm import tqdm
 
 # %% auto #0
-__all__ = ['TASKS', 'parse_int', 'arith_canonical', 'make_arithmetic', 'correctness_reward', 'format_reward', 'safe_eval',
-           'make_countdown', 'countdown_reward', 'countdown_format_reward', 'make_recall', 'recall_reward', 'Task',
-           'make_task', 'canonical_form', 'split_leaks', 'greedy_completions', 'exact_match']
+__all__ = ['TASKS', 'DATA_FILE_BUILDERS', 'TEST_SPLITS', 'REWARD_FUNCS', 'parse_int', 'arith_canonical', 'make_arithmetic',
+           'correctness_reward', 'format_reward', 'safe_eval', 'make_countdown', 'countdown_reward',
+           'countdown_format_reward', 'make_recall', 'recall_reward', 'Task', 'make_task', 'canonical_form',
+           'split_leaks', 'greedy_completions', 'exact_match', 'last_boxed', 'extract_answer', 'normalize_answer',
+           'answer_reward', 'load_rows', 'task_splits', 'task_columns', 'make_dataset_task', 'reward_func', 'RewardMix',
+           'combine_rewards']
 
 # %% ../nbs/02_tasks.ipynb #7c77cda5
 _INT_RE = re.compile(r"^\s*(-?\d{1,30})(?!\d)")
@@ -204,7 +207,7 @@ class Task:
     name: str
     train: Dataset
     test: Dataset
-    reward_fn: Callable  # correctness reward
+    reward_fn: Callable | None  # correctness reward (None: a dataset task without an answer column, see make_dataset_task)
     format_reward_fn: Callable = format_reward
     max_new_tokens: int = 8  # enough for any correct answer plus <eos>
 
@@ -289,3 +292,233 @@ def exact_match(model, tokenizer, dataset, reward_fn: Callable = correctness_rew
     cols = {c: list(dataset[c]) for c in dataset.column_names if c != "prompt"}
     rewards = reward_fn(list(dataset["prompt"]), comps, **cols)
     return sum(r >= 1.0 for r in rewards) / len(rewards)
+
+# %% ../nbs/02_tasks.ipynb #678e6ea3
+import importlib, os
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from datasets import DatasetDict, Value, load_dataset, load_from_disk
+
+# %% ../nbs/02_tasks.ipynb #1372be82
+_BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
+
+def last_boxed(text) -> str | None:
+    "The content of the last `\\boxed{...}` (or `\\fbox{...}`) in `text`, nested braces included; None when there is none or it never closes."
+    if not isinstance(text, str): return None
+    starts = [m.end() for m in _BOXED_RE.finditer(text)]
+    if not starts: return None
+    depth = 1
+    for i in range(starts[-1], len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0: return text[starts[-1]:i].strip()
+    return None
+
+# %% ../nbs/02_tasks.ipynb #63a05822
+_NUM = r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"                     # 1,234.5 or 1234.5 (commas only between groups of 3)
+_NUM_RE = re.compile(_NUM)
+_MARKER_RE = re.compile(r"####|\banswer\b(?:\s+is\b|\s*[:=])", re.I)   # "#### 72", "The (final) answer is 72", "Answer: 72"
+_LEAD_NUM_RE = re.compile(r"(?:\$|\\\$|\\\(|\s)*(" + _NUM + r")(?=$|[\s.,;:!?)$\\])")
+
+def extract_answer(text,  # a completion (or a reference solution)
+                   last_number: bool = True,  # fall back to the last number in the text (False: None instead)
+                  ) -> str | None:
+    "The final answer in `text`: the last `\\boxed{}`, else what follows the last 'The answer is' / 'answer:' / '####', else the last number; None if none. Never raises."
+    if not isinstance(text, str): return None
+    boxed = last_boxed(text)
+    if boxed is not None: return boxed
+    marks = list(_MARKER_RE.finditer(text))
+    if marks:
+        span = text[marks[-1].end():].split("\n")[0].strip().lstrip(":").strip()   # the rest of the marker's line
+        m = _LEAD_NUM_RE.match(span)
+        if m: return m.group(1)                                              # "is 72 apples." -> 72
+        span = re.split(r"\.(?:\s|$)", span)[0].strip()                      # a text answer: up to the end of its sentence
+        if span: return span
+    nums = _NUM_RE.findall(text) if last_number else []
+    return nums[-1] if nums else None
+
+# %% ../nbs/02_tasks.ipynb #4b2aee4e
+_PLAIN_NUM_RE = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|-?\.\d+")
+
+def normalize_answer(s) -> str | None:
+    "A canonical string for comparing answers: `$`, `\\(...\\)`, `\\text{}` and a final period removed; numbers without commas or trailing zeros; lower case."
+    if s is None: return None
+    s = str(s).strip()
+    s = re.sub(r"^\\\(|\\\)$", "", s).strip()                  # \( ... \)
+    s = s.replace("\\$", "").strip("$ ")                       # $...$ and a currency sign
+    s = re.sub(r"\\text\{([^{}]*)\}", r"\1", s).strip().rstrip(".").strip()
+    if _PLAIN_NUM_RE.fullmatch(s):
+        try: s = format(Decimal(s.replace(",", "")).normalize(), "f")   # 1,234.50 -> 1234.5; 46.0 -> 46
+        except InvalidOperation: pass
+        if s == "-0": s = "0"
+    return s.lower()
+
+# %% ../nbs/02_tasks.ipynb #0a265fdc
+def answer_reward(prompts: list[str], completions: list[str], answer: list, **kwargs) -> list[float]:
+    "1.0 where the completion's final answer (extract_answer) equals the reference's after normalize_answer, else 0.0."
+    _check_columns(completions, answer=answer)
+    out = []
+    for c, a in zip(completions, answer):
+        ref = normalize_answer(extract_answer(str(a), last_number=False) or str(a))
+        got = normalize_answer(extract_answer(c))
+        out.append(float(got is not None and got == ref))
+    return out
+
+# %% ../nbs/02_tasks.ipynb #bb0687f9
+DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet"}
+
+def load_rows(path,  # a Dataset/DatasetDict; a save_to_disk directory; a .json/.jsonl/.csv/.parquet file or a folder of them; or a Hub name
+              subset: str | None = None,  # the Hub dataset's configuration (load_dataset's `name`)
+             ) -> Dataset | DatasetDict:
+    "The rows of a dataset task, from memory, disk or the Hub; local paths never touch the network."
+    if isinstance(path, (Dataset, DatasetDict)): return path
+    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise ValueError(f"path must be a Dataset, a DatasetDict, a local path or a Hub dataset name, got {path!r}")
+    p = Path(path).expanduser()
+    try:
+        if p.is_dir() and any((p / f).is_file() for f in ("state.json", "dataset_dict.json")): return load_from_disk(str(p))
+        if p.is_file():
+            if p.suffix.lower() not in DATA_FILE_BUILDERS: raise ValueError(f"cannot read {str(p)!r}: a data file must end in one of {sorted(DATA_FILE_BUILDERS)}")
+            return load_dataset(DATA_FILE_BUILDERS[p.suffix.lower()], data_files=str(p))   # a DatasetDict with one 'train' split
+        if p.is_dir(): return load_dataset(str(p))                      # a folder of data files: datasets infers format and splits
+    except ValueError: raise
+    except Exception as e: raise ValueError(f"cannot load the dataset at {str(p)!r}: {type(e).__name__}: {e}") from None
+    if str(path).startswith(("/", ".", "~")) or p.suffix.lower() in DATA_FILE_BUILDERS:
+        raise ValueError(f"no dataset at {str(path)!r}: no such file or directory")
+    try: return load_dataset(str(path), subset)
+    except Exception as e:
+        raise ValueError(f"cannot load dataset {str(path)!r} from the Hub ({type(e).__name__}: {e}); offline, pass a local path "
+                         "(a save_to_disk directory or a .jsonl/.csv/.parquet file)") from None
+
+# %% ../nbs/02_tasks.ipynb #305ca695
+TEST_SPLITS = ("test", "validation", "valid", "eval")
+
+def task_splits(data: Dataset | DatasetDict,
+                split: str = "train",  # the training split of a DatasetDict
+                test_split: str | None = None,  # its held-out split (None: the first of TEST_SPLITS it has, else a test_size split)
+                test_size: float | int = 0.1,  # held-out share (0 < float < 1) or row count (int) when the data has no held-out split
+                seed: int = 0,  # seed of that split
+               ) -> tuple[Dataset, Dataset]:
+    "Train and held-out rows: the dataset's own splits when it has them, else a seeded `test_size` split."
+    if isinstance(data, DatasetDict):
+        for k, s in (("split", split), ("test_split", test_split)):
+            if s is not None and s not in data: raise ValueError(f"{k} {s!r} is not a split of the dataset; it has {list(data)}")
+        test_split = test_split or next((s for s in TEST_SPLITS if s in data and s != split), None)
+        if test_split is not None: return data[split], data[test_split]
+        data = data[split]
+    elif test_split is not None: raise ValueError(f"test_split {test_split!r} names a split, but the data is one Dataset without splits")
+    n = len(data)
+    ok = (_is_count(test_size) and 1 <= test_size < n) or (isinstance(test_size, float) and 0 < test_size < 1 and round(test_size * n) >= 1 and round(test_size * n) < n)
+    if not ok: raise ValueError(f"test_size must be a fraction in (0, 1) or a row count that leaves rows on both sides of {n} rows, got {test_size!r}")
+    parts = data.train_test_split(test_size=test_size, seed=seed)
+    return parts["train"], parts["test"]
+
+def _is_count(x) -> bool: return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+# %% ../nbs/02_tasks.ipynb #b442084b
+def task_columns(data: Dataset,
+                 prompt_column: str = "prompt",  # the column of prompt texts (renamed to `prompt`)
+                 answer_column: str | None = None,  # the reference answers (renamed to `answer`); None: `answer` if there is one
+                ) -> Dataset:
+    "The rows with `prompt` (text) and, when there is one, `answer` (as text); every other column stays for the reward functions."
+    cols = data.column_names
+    for k, c in (("prompt_column", prompt_column), ("answer_column", answer_column)):
+        if c is not None and c not in cols: raise ValueError(f"{k} {c!r} is not a column of the dataset; its columns are {cols}")
+    if answer_column is None and "answer" in cols: answer_column = "answer"
+    for c, new in ((prompt_column, "prompt"), (answer_column, "answer")):
+        if c is not None and c != new:
+            if new in cols: raise ValueError(f"cannot rename column {c!r} to {new!r}: the dataset already has a {new!r} column; drop or rename it first")
+            data = data.rename_column(c, new); cols = data.column_names
+    if data.features["prompt"] != Value("string"):
+        raise ValueError(f"the prompt column must hold text, but {prompt_column!r} holds {data.features['prompt']}; "
+                         "turn conversational prompts (lists of messages) into text first")
+    if answer_column is not None and isinstance(data.features["answer"], Value) and data.features["answer"].dtype != "string":
+        data = data.cast_column("answer", Value("string"))               # numbers as text, as SFT and the parsers expect
+    return data
+
+# %% ../nbs/02_tasks.ipynb #e0452c09
+def make_dataset_task(path,  # what load_rows reads: a Dataset/DatasetDict, a local path or a Hub name
+                      prompt_column: str = "prompt", answer_column: str | None = None,  # see task_columns
+                      reward=None,  # the task's correctness (held-out exact match): a REWARD_FUNCS name, 'module:function' or callable; None = 'answer' when there is an answer column
+                      split: str = "train", test_split: str | None = None, test_size: float | int = 0.1,  # see task_splits
+                      n_train: int | None = None, n_test: int | None = None,  # keep only the first rows of each split (None = all)
+                      max_new_tokens: int = 32,  # the completion budget
+                      subset: str | None = None,  # a Hub dataset's configuration
+                      seed: int = 0) -> Task:
+    "A Task from any dataset: prompt (and answer) columns, held-out split, correctness reward; other columns go to the reward functions."
+    for k, v in dict(n_train=n_train, n_test=n_test).items():
+        if v is not None: _check_sizes(**{k: v})
+    _check_sizes(max_new_tokens=max_new_tokens)
+    train, test = task_splits(load_rows(path, subset), split, test_split, test_size, seed)
+    train, test = task_columns(train, prompt_column, answer_column), task_columns(test, prompt_column, answer_column)
+    if train.column_names != test.column_names: raise ValueError(f"the train and test splits have different columns: {train.column_names} and {test.column_names}")
+    if n_train is not None: train = train.select(range(min(n_train, len(train))))
+    if n_test is not None: test = test.select(range(min(n_test, len(test))))
+    if reward is None and "answer" in train.column_names: reward = "answer"
+    reward_fn = None if reward is None else reward_func(reward)[1]
+    return Task("dataset", train, test, reward_fn, format_reward, max_new_tokens)
+
+def _dataset(**kw):
+    t = make_dataset_task(**kw)
+    return t.train, t.test, t.reward_fn, t.format_reward_fn, t.max_new_tokens
+
+_dataset.generator = make_dataset_task
+TASKS["dataset"] = _dataset
+
+# %% ../nbs/02_tasks.ipynb #7f2d0eea
+REWARD_FUNCS = {"correctness": correctness_reward, "format": format_reward, "answer": answer_reward,
+                "countdown": countdown_reward, "countdown_format": countdown_format_reward, "recall": recall_reward}
+
+def reward_func(spec,  # a REWARD_FUNCS name, a 'module:function' import string, or a callable
+               ) -> tuple[str, Callable]:
+    "(name, function) for a reward spec; the name is what the metrics call it (`rewards/<name>/mean`)."
+    if callable(spec): return getattr(spec, "__name__", type(spec).__name__), spec
+    if not isinstance(spec, str): raise ValueError(f"a reward function is a REWARD_FUNCS name, a 'module:function' string or a callable, got {spec!r}")
+    if spec in REWARD_FUNCS: return spec, REWARD_FUNCS[spec]
+    if ":" not in spec: raise ValueError(f"unknown reward function {spec!r}; choose one of {sorted(REWARD_FUNCS)} or pass 'module:function'")
+    mod, _, attr = spec.partition(":")
+    try: fn = importlib.import_module(mod)
+    except Exception as e: raise ValueError(f"reward function {spec!r}: cannot import module {mod!r} ({type(e).__name__}: {e})") from None
+    for part in attr.split("."): fn = getattr(fn, part, None)
+    if not callable(fn): raise ValueError(f"reward function {spec!r}: module {mod!r} has no function {attr!r}")
+    return attr.split(".")[-1], fn
+
+# %% ../nbs/02_tasks.ipynb #12eba9d6
+class RewardMix:
+    "Reward functions with weights (TRL's reward_funcs/reward_weights): the reward is the weighted sum, a None from a function counting 0."
+    def __init__(self, funcs: list,  # REWARD_FUNCS names, 'module:function' strings or callables
+                 weights: list | None = None):  # one finite weight per function (None = all 1.0)
+        if isinstance(funcs, str) or callable(funcs): funcs = [funcs]
+        if not isinstance(funcs, (list, tuple)) or not funcs:
+            raise ValueError(f"reward_funcs must be a non-empty list of REWARD_FUNCS names, 'module:function' strings or callables, got {funcs!r}")
+        named = []
+        for i, f in enumerate(funcs):
+            try: named.append(reward_func(f))
+            except ValueError as e: raise ValueError(f"reward_funcs[{i}]: {e}") from None
+        weights = [1.0] * len(funcs) if weights is None else weights
+        if not isinstance(weights, (list, tuple)) or len(weights) != len(funcs):
+            raise ValueError(f"reward_weights must be a list of one weight per reward function ({len(funcs)}), got {weights!r}")
+        for i, w in enumerate(weights):
+            if isinstance(w, bool) or not isinstance(w, numbers.Real) or not math.isfinite(w): raise ValueError(f"reward_weights[{i}] must be a finite number, got {w!r}")
+        names = [n for n, _ in named]
+        self.names = [n if names.count(n) == 1 else f"{n}_{i}" for i, n in enumerate(names)]   # unique metric names
+        self.funcs, self.weights = [f for _, f in named], [float(w) for w in weights]
+
+    def score(self, prompts: list[str], completions: list[str], **columns) -> tuple[list[float], dict[str, list[float]]]:
+        "The weighted sum per completion, and each function's rewards by name (NaN where it returned None)."
+        cols = {}
+        for name, fn in zip(self.names, self.funcs):
+            vals = fn(prompts=prompts, completions=completions, **columns)
+            if len(vals) != len(completions): raise ValueError(f"reward function {name!r} returned {len(vals)} rewards for {len(completions)} completions")
+            cols[name] = [math.nan if v is None else float(v) for v in vals]
+        total = [sum(w * c[i] for w, c in zip(self.weights, cols.values()) if not math.isnan(c[i])) for i in range(len(completions))]
+        return total, cols
+
+    def __call__(self, prompts, completions, **columns) -> list[float]:
+        "The weighted sum alone: a RewardMix is itself a reward function in TRL's signature."
+        return self.score(prompts, completions, **columns)[0]
+
+    def __repr__(self): return f"RewardMix({dict(zip(self.names, self.weights))})"
+
+def combine_rewards(funcs: list, weights: list | None = None) -> RewardMix:
+    "The weighted sum of reward functions (see RewardMix); raises one ValueError naming the bad entry."
+    return RewardMix(funcs, weights)
