@@ -428,10 +428,11 @@ def task_columns(data: Dataset,
         if c is not None and c != new:
             if new in cols: raise ValueError(f"cannot rename column {c!r} to {new!r}: the dataset already has a {new!r} column; drop or rename it first")
             data = data.rename_column(c, new); cols = data.column_names
-    if data.features["prompt"] != Value("string"):
+    text = lambda f: isinstance(f, Value) and f.dtype in ("string", "large_string")
+    if not text(data.features["prompt"]):
         raise ValueError(f"the prompt column must hold text, but {prompt_column!r} holds {data.features['prompt']}; "
                          "turn conversational prompts (lists of messages) into text first")
-    if answer_column is not None and isinstance(data.features["answer"], Value) and data.features["answer"].dtype != "string":
+    if answer_column is not None and isinstance(data.features["answer"], Value) and not text(data.features["answer"]):
         data = data.cast_column("answer", Value("string"))               # numbers as text, as SFT and the parsers expect
     return data
 
