@@ -257,7 +257,7 @@ class TrainConfig:
         choose("algorithm", ALGORITHMS); choose("task", sorted(TASKS))
         if self.reward_weights is not None and self.reward_funcs is None: raise ValueError("reward_weights needs reward_funcs (one weight per reward function)")
         if self.reward_funcs is not None:
-            from .tasks import combine_rewards
+            from rlref.tasks import combine_rewards
             need(isinstance(self.reward_funcs, (list, tuple)), "reward_funcs", "a list of REWARD_FUNCS names, 'module:function' strings or callables, or None")
             combine_rewards(self.reward_funcs, self.reward_weights)       # unknown name, bad import string, weights: one ValueError naming the entry
             if self.format_weight: raise ValueError("set format_weight or reward_funcs, not both: with reward_funcs the reward is their weighted sum (add 'format' with a weight)")
