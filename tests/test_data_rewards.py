@@ -51,7 +51,8 @@ def test_dataset_task_errors_name_what_is_missing(tmp_path):
         make_task("dataset", path=ds)
     with pytest.raises(ValueError, match="answer_column 'answer' is not a column"):
         make_task("dataset", path=ds, prompt_column="question", answer_column="answer")
-    with pytest.raises(ValueError, match="no dataset at .*: no such file or directory"):
+    (tmp_path / "there.jsonl").write_text("")
+    with pytest.raises(ValueError, match=r"no dataset at .*: no such file or directory \(.* holds \[.there.jsonl.\]\)"):
         make_task("dataset", path=str(tmp_path / "missing"))
     (tmp_path / "x.txt").write_text("hi")
     with pytest.raises(ValueError, match="a data file must end in one of"):
