@@ -164,3 +164,12 @@ def test_named_reward_funcs_round_trip_config_json_and_resume(tmp_path):
     last = resumed.history[-1]
     assert last["step"] == 3 and "rewards/format_reward/mean" in last
     assert {k: v for k, v in last.items() if k != "seconds"} == {k: v for k, v in full.history[-1].items() if k != "seconds"}
+
+def test_reward_funcs_with_dynamic_sampling_refill():
+    "Refilled rollouts are concatenated: the per-function rewards (B, K) travel with their rows."
+    t = Trainer.setup(recipe_config("arith-grpo", **(SMALL | dict(dynamic_sampling=True, max_refill_rounds=10, prompts_per_step=8, temperature=1.0)),
+                                    reward_funcs=["correctness", "format"], reward_weights=[1.0, 0.5]))
+    r, raw = t.collect()
+    cols = r.extras["reward_funcs"]
+    assert cols.shape == (len(r), 2) and torch.allclose(r.rewards, cols[:, 0] + 0.5 * cols[:, 1])
+    assert "rewards/correctness/mean" in raw and raw["groups_kept"] >= 1
