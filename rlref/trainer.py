@@ -25,9 +25,9 @@ from .losses import (grpo_loss, value_loss, online_dpo_loss, importance_weights,
 __all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'RESUME_HARMLESS', 'LossContext', 'Algorithm',
            'register_algorithm', 'policy_gradient_loss', 'dpo_pairs', 'TrainConfig', 'recipe_config', 'Critic',
            'TrainingStopped', 'lr_lambda', 'Trainer', 'resolve_precision', 'BaseReference', 'frozen_reference',
-           'enable_checkpointing', 'accuracy_interval', 'soft_overlong_penalty', 'concat_rollouts', 'stateful_hooks',
-           'read_manifest', 'find_checkpoint', 'check_resume', 'preflight_run', 'RunInterrupted', 'plot_report',
-           'TensorMemory']
+           'enable_checkpointing', 'accuracy_interval', 'soft_overlong_penalty', 'concat_rollouts',
+           'reward_func_metrics', 'stateful_hooks', 'read_manifest', 'find_checkpoint', 'check_resume', 'preflight_run',
+           'RunInterrupted', 'plot_report', 'TensorMemory']
 
 # %% ../nbs/07_trainer.ipynb #a1f0c002
 @dataclass
@@ -177,6 +177,8 @@ class TrainConfig:
     task: str = "arith"                  # task name (rlref.tasks.TASKS)
     task_kwargs: dict = field(default_factory=dict)  # passed to make_task (e.g. n_digits, n_train)
     task_seed: int | None = None         # seed of the task's train/test split (None = seed); fix it when several RL seeds share one warm start
+    reward_funcs: list | None = None     # TRL-style reward functions (rlref.tasks.REWARD_FUNCS names, 'module:function' strings; callables only without out); None = the task's correctness + format_weight * format
+    reward_weights: list | None = None   # one finite weight per reward function (None = all 1.0); the reward is their weighted sum
     model: str | None = None             # HF checkpoint path/name; None = fresh tiny model + SFT warm start
     warm_start: str | None = None        # a shipped warm start (rlref.testbed.WARM_STARTS): this seed's checkpoint, checked by SHA-256 (instead of model / SFT)
     size: str = "tiny"                   # model preset when model is None
@@ -263,6 +265,19 @@ class TrainConfig:
         def choose(k, options, what=None):
             if getattr(self, k) not in options: raise ValueError(f"unknown {what or k} {getattr(self, k)!r}; choose one of {tuple(options)}")
         choose("algorithm", ALGORITHMS); choose("task", sorted(TASKS))
+        if self.reward_weights is not None and self.reward_funcs is None: raise ValueError("reward_weights needs reward_funcs (one weight per reward function)")
+        if self.reward_funcs is not None:
+            from rlref.tasks import combine_rewards
+            need(isinstance(self.reward_funcs, (list, tuple)), "reward_funcs", "a list of REWARD_FUNCS names, 'module:function' strings or callables, or None")
+            combine_rewards(self.reward_funcs, self.reward_weights)       # unknown name, bad import string, weights: one ValueError naming the entry
+            if self.format_weight: raise ValueError("set format_weight or reward_funcs, not both: with reward_funcs the reward is their weighted sum (add 'format' with a weight)")
+            named = [f for f in self.reward_funcs if not isinstance(f, str)]
+            if self.out is not None and named: raise ValueError(f"reward_funcs[{self.reward_funcs.index(named[0])}] is a callable, which cannot be written to config.json "
+                                                                "(a run with out must resume by name): register it in rlref.tasks.REWARD_FUNCS or pass 'module:function'")
+        if self.out is not None:
+            try: json.dumps(self.task_kwargs)
+            except (TypeError, ValueError): raise ValueError(f"task_kwargs must be JSON-serialisable when out is set (config.json), got {self.task_kwargs!r}; "
+                                                             "pass a dataset as a path (save_to_disk) instead of an object") from None
         if self.warm_start is not None:
             from .testbed import WARM_STARTS
             choose("warm_start", WARM_STARTS, "warm start")
@@ -568,7 +583,7 @@ def evaluate(self: Trainer, per_prompt: bool = False,  # return which prompts we
     if len(ds) == 0: raise ValueError("evaluate needs at least one held-out prompt: the task's test split is empty")
     with self.autocast(): comps = greedy_completions(self.policy, self.tok, list(ds["prompt"]), self.max_new_tokens,
                                                      chat_template=self.cfg.chat_template, system_prompt=self.cfg.system_prompt)
-    rewards = self.task.reward_fn(list(ds["prompt"]), comps, **{c: list(ds[c]) for c in ds.column_names if c != "prompt"})
+    rewards = self.correctness(list(ds["prompt"]), comps, **{c: list(ds[c]) for c in ds.column_names if c != "prompt"})
     hits = torch.tensor([r >= 1.0 for r in rewards], dtype=torch.bool)  # (N,) the same rule as rlref.tasks.exact_match
     return hits if per_prompt else int(hits.sum()) / len(hits)
 
@@ -602,7 +617,7 @@ def soft_overlong_penalty(lengths: torch.Tensor,  # (B,) completion lengths in t
 # %% ../nbs/07_trainer.ipynb #67d72e0b
 @patch
 def rollout(self: Trainer) -> Rollout:
-    "Sample one rollout's completions and attach rewards: correctness + format_weight * format (+ the soft overlong penalty)."
+    "Sample one rollout's completions and attach rewards: correctness + format_weight * format, or the weighted reward_funcs (+ the soft overlong penalty)."
     cfg, n = self.cfg, self.cfg.samples_per_prompt
     idx = torch.randint(len(self.task.train), (cfg.prompts_per_step,), generator=self.gens["prompts"]).tolist()
     rows = self.task.train.select(idx)
@@ -611,9 +626,12 @@ def rollout(self: Trainer) -> Rollout:
                    top_k=cfg.top_k, top_p=cfg.top_p, kv_policy=self.kv_policy, generator=self.gens["sampler"], fused=cfg.fused,
                    chat_template=cfg.chat_template, system_prompt=cfg.system_prompt)
     cols = {c: [v for v in rows[c] for _ in range(n)] for c in rows.column_names if c != "prompt"}
-    correct = torch.tensor(self.task.reward_fn(r.prompts, r.completions, **cols), dtype=torch.float32)  # (B,) one call: rewards can be costly
-    rewards = correct.clone()
-    if cfg.format_weight: rewards = rewards + cfg.format_weight * torch.tensor(self.task.format_reward_fn(r.prompts, r.completions, **cols))
+    if cfg.reward_funcs is not None:                                      # TRL-style: the weighted sum; extras["correct"] stays the task's correctness
+        rewards, correct, r.extras["reward_funcs"] = self.mixed_rewards(r.prompts, r.completions, cols)   # (B,), (B,), (B, K)
+    else:
+        correct = torch.tensor(self.task.reward_fn(r.prompts, r.completions, **cols), dtype=torch.float32)  # (B,) one call: rewards can be costly
+        rewards = correct.clone()
+        if cfg.format_weight: rewards = rewards + cfg.format_weight * torch.tensor(self.task.format_reward_fn(r.prompts, r.completions, **cols))
     if cfg.overlong_buffer:
         r.extras["overlong_penalty"] = soft_overlong_penalty(r.lengths, self.max_new_tokens, cfg.overlong_buffer).to(self.device)
         rewards = rewards.to(self.device) + r.extras["overlong_penalty"]
@@ -643,6 +661,45 @@ def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
                    sampler_logprobs=cat("sampler_logprobs", lambda x: rpad(x, C, 0.0)), group=torch.cat(groups), lengths=cat("lengths"),
                    truncated=cat("truncated"), prompts=[s for p in parts for s in p.prompts], completions=[s for p in parts for s in p.completions],
                    rewards=cat("rewards") if all(p.rewards is not None for p in parts) else None, extras=extras)
+
+# %% ../nbs/07_trainer.ipynb #90a9e761
+from .tasks import combine_rewards, RewardMix
+
+@patch(as_prop=True)
+def reward_mix(self: Trainer) -> RewardMix | None:
+    "cfg.reward_funcs with their weights, resolved once; None when the run uses the task's own rewards."
+    if self.cfg.reward_funcs is None: return None
+    if getattr(self, "_reward_mix", None) is None: self._reward_mix = combine_rewards(self.cfg.reward_funcs, self.cfg.reward_weights)
+    return self._reward_mix
+
+@patch
+def correctness(self: Trainer, prompts: list[str], completions: list[str], **columns) -> list[float]:
+    "The task's correctness reward; for a task without one (a dataset without answers), the weighted reward_funcs."
+    if self.task.reward_fn is not None: return self.task.reward_fn(prompts, completions, **columns)
+    if self.reward_mix is None: raise ValueError(f"task {self.task.name!r} has no correctness reward (no answer column): set reward_funcs")
+    return self.reward_mix(prompts, completions, **columns)
+
+@patch
+def mixed_rewards(self: Trainer, prompts: list[str], completions: list[str], columns: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    "With cfg.reward_funcs: the weighted sum (B,), the correctness (B,) and each function's rewards (B, K), on the trainer's device."
+    mix, fn = self.reward_mix, self.task.reward_fn
+    total, cols = mix.score(prompts, completions, **columns)
+    same = [n for n, f in zip(mix.names, mix.funcs) if f is fn]            # the task's correctness is one of them: no second call
+    correct = total if fn is None else cols[same[0]] if same else fn(prompts, completions, **columns)
+    per_fn = torch.tensor([cols[n] for n in mix.names], dtype=torch.float32).T   # (B, K)
+    return (torch.tensor(total, dtype=torch.float32).to(self.device), torch.tensor(correct, dtype=torch.float32).to(self.device),
+            per_fn.to(self.device))
+
+def reward_func_metrics(names: list[str],  # the reward functions' names (RewardMix.names)
+                        rewards: torch.Tensor,  # (B, K) their rewards, NaN where a function did not apply
+                       ) -> dict:
+    "TRL's per-function columns: rewards/<name>/mean and rewards/<name>/std over the rows where each function applied."
+    out = {}
+    for name, col in zip(names, rewards.T.float().cpu()):
+        v = col[~col.isnan()]
+        out[f"rewards/{name}/mean"] = v.mean().item() if len(v) else math.nan
+        out[f"rewards/{name}/std"] = v.std().item() if len(v) > 1 else 0.0
+    return out
 
 # %% ../nbs/07_trainer.ipynb #5cfdfd30
 @patch
@@ -712,6 +769,7 @@ def collect(self: Trainer) -> tuple[Rollout, dict]:
                truncated_frac=r.truncated.float().mean().item())
     if G > 1: raw["zero_std_frac"] = zero_std_group_fraction(r.rewards, G)
     if "overlong_penalty" in r.extras: raw["overlong_penalty"] = r.extras["overlong_penalty"].mean().item()
+    if "reward_funcs" in r.extras: raw |= reward_func_metrics(self.reward_mix.names, r.extras["reward_funcs"])   # rewards/<name>/mean, /std
     if not cfg.dynamic_sampling: return r, raw
     parts, kept, dropped, rounds = [], 0, 0, 0
     while True:
