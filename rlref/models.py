@@ -10,10 +10,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
+from .core import seed_everything, get_device, get_dtype, masked_mean   # first: rlref.core silences tqdm's IProgress warning before transformers imports tqdm.auto
 from tokenizers import Tokenizer, Regex, models as tk_models, pre_tokenizers, decoders, processors
 from transformers import AutoTokenizer, AutoModelForCausalLM, PreTrainedTokenizerFast, LlamaConfig, LlamaForCausalLM
 from transformers.utils import logging as hf_logging
-from .core import seed_everything, get_device, get_dtype, masked_mean
 hf_logging.disable_progress_bar()   # tiny checkpoints load in milliseconds: HF's per-shard bars are noise
 
 # %% auto #0
