@@ -9,10 +9,6 @@ from pathlib import Path
 from contextlib import contextmanager
 import numpy as np
 import torch
-import warnings
-# transformers and datasets import tqdm.auto, which in a Jupyter kernel without ipywidgets warns "IProgress not found"
-# and falls back to text bars. Text bars are what rlref wants (committed notebooks show them as text), so the warning is noise.
-warnings.filterwarnings("ignore", message="IProgress not found")
 
 # %% auto #0
 __all__ = ['seed_everything', 'rng_state', 'set_rng_state', 'get_device', 'get_dtype', 'in_test', 'pick', 'masked_mean',

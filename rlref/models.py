@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
-from .core import seed_everything, get_device, get_dtype, masked_mean   # first: rlref.core silences tqdm's IProgress warning before transformers imports tqdm.auto
+from .core import seed_everything, get_device, get_dtype, masked_mean
 from tokenizers import Tokenizer, Regex, models as tk_models, pre_tokenizers, decoders, processors
 from transformers import AutoTokenizer, AutoModelForCausalLM, PreTrainedTokenizerFast, LlamaConfig, LlamaForCausalLM
 from transformers.utils import logging as hf_logging
