@@ -995,7 +995,7 @@ def load_checkpoint(self: Trainer, path):  # a manifest from find_checkpoint (or
     self._load_policy_state(state["policy"], info, path); self.opt.load_state_dict(state["opt"]); self.sched.load_state_dict(state["sched"])
     if self.critic is not None: self.critic.load_state_dict(state["critic"])
     for k, g in self.gens.items(): g.set_state(state["gens"][k])
-    if self.world_size > 1: self.gens["sampler"].set_state(state["gens"]["sampler_ranks"][self.rank].contiguous())  # this rank's stream
+    if self.world_size > 1: self.gens["sampler"].set_state(state["gens"]["sampler_ranks"][self.rank].clone())  # this rank's stream
     set_rng_state(state["rng"])
     for k, o in hooks.items(): o.load_state_dict(state["hooks"][k]["state"])
     self.step, self.skipped_steps, self.bad_steps = state["step"], state["skipped_steps"], state["bad_steps"]
@@ -1045,7 +1045,9 @@ def save_pretrained(self: Trainer, path=None,  # where (default: out/policy, rep
     path = Path(path) if path is not None else self.out / "policy"
     tmp, old = (path.with_name(f".{path.name}.{s}{os.getpid()}") for s in ("tmp", "old"))
     shutil.rmtree(tmp, ignore_errors=True)
-    save_policy(self.policy, self.tok, tmp)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")   # peft's save_pretrained reads a deprecated transformers attribute
+        save_policy(self.policy, self.tok, tmp)
     info = dict(step=self.step, algorithm=self.cfg.algorithm, task=self.cfg.task, adapter_only=bool(self._frozen_names()))
     (tmp / "rlref.json").write_text(json.dumps(info))
     if path.exists(): os.replace(path, old)

@@ -85,13 +85,17 @@ def test_resume_under_two_processes_is_exact(two, tmp_path):
     a, b = load_file(cut / "policy" / "model.safetensors"), load_file(two / "policy" / "model.safetensors")
     assert max_dw(a, b) == 0.0
 
-def test_a_checkpoint_of_two_processes_is_refused_by_one():
-    pass
+def test_a_checkpoint_of_two_processes_is_refused_by_one(two):
+    "Each rank's sampler stream is part of the state: resuming on another number of processes would not continue the run."
+    from rlref.trainer import find_checkpoint
+    from rlref.core import RunDirError
+    tr = Trainer.setup(recipe_config(RECIPE, **CFG))
+    with pytest.raises(RunDirError, match=r"written by 2 process\(es\) but this run has 1; resume it with 2"): tr.load_checkpoint(find_checkpoint(two))
 
 def test_configs_two_processes_cannot_run_are_refused():
     kw = dict(CFG)
     with pytest.raises(ValueError, match="prompts_per_step must be a multiple of the 2 processes"): check_data_parallel(recipe_config("arith-grpo", **kw | dict(prompts_per_step=3)), 2)
-    with pytest.raises(ValueError, match="minibatch_size must be a multiple of 2"): check_data_parallel(recipe_config("arith-grpo", **kw | dict(minibatch_size=5, micro_batch_size=None)), 2)
+    with pytest.raises(ValueError, match="minibatch_size must be a multiple of 2"): check_data_parallel(recipe_config("arith-grpo", **kw | dict(prompts_per_step=6, samples_per_prompt=2, minibatch_size=3, micro_batch_size=None)), 2)
     with pytest.raises(ValueError, match="not known to compute advantages within each group"): check_data_parallel(recipe_config("arith-reinforce_pp", **kw), 2)
     with pytest.raises(ValueError, match="scale_rewards must be 'group' or 'none'"): check_data_parallel(recipe_config("arith-grpo", **kw | dict(scale_rewards="batch")), 2)
     with pytest.raises(ValueError, match="dynamic_sampling must be False"): check_data_parallel(recipe_config("arith-grpo", **kw | dict(dynamic_sampling=True)), 2)
