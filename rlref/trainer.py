@@ -502,8 +502,9 @@ import contextlib
 LOCAL_ADVANTAGE_ALGORITHMS = {"grpo", "rloo", "online_dpo"}  # advantages from each group alone: a rank holding whole groups computes its own
 
 def sampler_seed(seed: int, rank: int) -> int:
-    "The sampler generator's seed on `rank`: rank 0 keeps the one-process seed, other ranks get streams no one-process run uses (seed < 2**31, so seed*1000+2 < 2**42)."
-    return seed * 1000 + 2 + (rank << 42)
+    "The sampler generator's seed on `rank`: rank 0 keeps the one-process seed; rank r > 0 a 32-bit hash of (seed, r) (a CPU generator reads only a seed's low 32 bits)."
+    if rank == 0: return seed * 1000 + 2
+    return int.from_bytes(hashlib.sha256(f"rlref sampler seed {seed} rank {rank}".encode()).digest()[:4], "little")
 
 def data_parallel_accelerator(accelerator=None):
     "`accelerator`, or the `accelerate.Accelerator` of a multi-process launch (torchrun / accelerate launch set WORLD_SIZE > 1), else None."

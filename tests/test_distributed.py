@@ -5,15 +5,15 @@ from pathlib import Path
 import pytest, torch
 from safetensors.torch import load_file
 from rlref.core import read_jsonl
-from rlref.trainer import Trainer, recipe_config, emulate_data_parallel, check_data_parallel
+from rlref.trainer import Trainer, recipe_config, emulate_data_parallel, check_data_parallel, sampler_seed
 
 K = 3            # steps
 LR = 3e-4        # the testbed recipe's
 TOL = 0.1 * LR   # max |w_2proc - w_1proc|. The gradient is summed in another order (two halves, all-reduced), so it differs by rounding;
                  # Adam divides each entry by its own magnitude, so an entry whose gradient is near eps (1e-8) can move by up to lr
-                 # either way. Measured: 4.3e-6 (0.014 lr) here; at lr 1e-3, 2.8e-5 (0.028 lr); < 0.01% of entries differ by > 1e-6.
+                 # either way. Measured: 6.7e-6 (0.022 lr); 0.012% of the entries differ by more than 1e-6.
 RECIPE = "testbed"  # the shipped 50% warm start (a random model's groups all have equal rewards, and nothing would move)
-CFG = dict(steps=K, prompts_per_step=4, samples_per_prompt=4, eval_every=K, eval_limit=10, kl_every=0, checkpoint_every=1,
+CFG = dict(steps=K, prompts_per_step=8, samples_per_prompt=4, eval_every=K, eval_limit=10, kl_every=0, checkpoint_every=1,
            keep_checkpoints=3, progress=False, warmup_steps=1, micro_batch_size=4)
 
 SCRIPT = r"""
@@ -27,6 +27,7 @@ def halt(t, m):
 if stop: tr.add_hook("after_step", halt)
 try: tr.fit(resume=resume)
 except RunInterrupted as e: print(f"rank {tr.rank}: {e}")
+tr.accelerator.end_training()                         # a clean gloo shutdown: barrier, then destroy the process group
 """
 
 def launch(tmp_path, out, recipe=RECIPE, stop=0, resume=False, **kw):
@@ -61,6 +62,7 @@ def test_two_processes_equal_one_process_over_the_same_global_batch(two):
     print(f"max|w_2proc - w_1proc(same batch)| = {d:.3g}; training moved the weights by {moved:.3g}; a 1-process run on its own batch differs by {other:.3g}")
     frac = max(((saved[k] - mine[k]).abs() > 1e-6).float().mean().item() for k in saved)
     print(f"fraction of entries differing by more than 1e-6: {frac:.3g}; steps with a gradient: {[h['grad_norm'] > 0 for h in ref.history]}")
+    assert all(h["grad_norm"] > 0 for h in ref.history)                      # every step had a gradient to sum
     assert d < TOL and frac < 1e-3                                          # equal up to rounding ...
     assert moved > 10 * TOL and other > 10 * TOL                            # ... and not because nothing moved or any batch would do
     two_rows, ref_rows = rows(two), [{k: v for k, v in h.items() if k != "seconds"} for h in ref.history]
@@ -101,3 +103,8 @@ def test_configs_two_processes_cannot_run_are_refused():
     with pytest.raises(ValueError, match="dynamic_sampling must be False"): check_data_parallel(recipe_config("arith-grpo", **kw | dict(dynamic_sampling=True)), 2)
     with pytest.raises(ValueError, match="DDP"): check_data_parallel(recipe_config("arith-grpo", **kw), 2, "DEEPSPEED")
     check_data_parallel(recipe_config("arith-grpo", **kw | dict(prompts_per_step=3)), 1)   # one process: anything goes
+
+def test_every_rank_samples_its_own_random_stream():
+    "A CPU generator reads only the low 32 bits of its seed: rank seeds must differ there (an early `seed + (rank << 42)` gave every rank rank 0's stream)."
+    draws = {tuple(torch.rand(4, generator=torch.Generator().manual_seed(sampler_seed(s, r))).tolist()) for s in (0, 1, 2**31 - 1) for r in range(64)}
+    assert len(draws) == 3 * 64 and sampler_seed(5, 0) == 5 * 1000 + 2                      # rank 0 keeps the one-process seed
