@@ -101,6 +101,8 @@ def run_train(recipe: str = "arith-grpo",  # a name in rlref.trainer.RECIPES
     cfg = recipe_config(recipe, out=str(out), seed=seed, progress=progress, **overrides)
     make_task(cfg.task, seed=cfg.split_seed, **cfg.task_kwargs)        # a bad task argument fails here, not after clearing `out`
     if resume and out.is_dir() and not (out / "config.json").is_file(): raise FileNotFoundError(f"nothing to resume in {out}: it has no config.json")
+    import os
+    if int(os.environ.get("RANK", "0")) > 0: return Trainer.setup(cfg, resume=resume).fit(resume=resume)  # a multi-process launch: rank 0 checks and writes
     with claim_run_dir(out, resume=resume, overwrite=overwrite):
         ckpt_step = None
         if resume:

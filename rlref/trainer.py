@@ -22,12 +22,13 @@ from .losses import (grpo_loss, value_loss, online_dpo_loss, importance_weights,
                           zero_std_group_fraction, aggregate_loss, AGGREGATION_MODES, IS_MODES)
 
 # %% auto #0
-__all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'RESUME_HARMLESS', 'LossContext', 'Algorithm',
-           'register_algorithm', 'policy_gradient_loss', 'dpo_pairs', 'TrainConfig', 'recipe_config', 'Critic',
-           'TrainingStopped', 'lr_lambda', 'Trainer', 'resolve_precision', 'BaseReference', 'frozen_reference',
-           'enable_checkpointing', 'accuracy_interval', 'soft_overlong_penalty', 'concat_rollouts',
-           'reward_func_metrics', 'stateful_hooks', 'read_manifest', 'find_checkpoint', 'check_resume', 'preflight_run',
-           'RunInterrupted', 'plot_report', 'TensorMemory']
+__all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'LOCAL_ADVANTAGE_ALGORITHMS', 'RESUME_HARMLESS', 'LossContext',
+           'Algorithm', 'register_algorithm', 'policy_gradient_loss', 'dpo_pairs', 'TrainConfig', 'recipe_config',
+           'Critic', 'TrainingStopped', 'lr_lambda', 'Trainer', 'resolve_precision', 'BaseReference',
+           'frozen_reference', 'enable_checkpointing', 'accuracy_interval', 'sampler_seed', 'data_parallel_accelerator',
+           'check_data_parallel', 'on_main', 'soft_overlong_penalty', 'concat_rollouts', 'reward_func_metrics',
+           'stateful_hooks', 'state_sha256', 'read_manifest', 'find_checkpoint', 'check_resume', 'preflight_run',
+           'RunInterrupted', 'plot_report', 'emulate_data_parallel', 'TensorMemory']
 
 # %% ../nbs/07_trainer.ipynb #a1f0c002
 @dataclass
@@ -419,7 +420,8 @@ def lr_lambda(cfg: TrainConfig) -> Callable[[int], float]:
 
 class Trainer:
     "The RL loop shared by every method; research chapters plug in through `add_hook` and config fields."
-    def __init__(self, cfg: TrainConfig, policy, tokenizer, task, sft_accuracy: float | None = None):
+    def __init__(self, cfg: TrainConfig, policy, tokenizer, task, sft_accuracy: float | None = None,
+                 accelerator=None):  # an accelerate.Accelerator of a multi-process launch (None: made when WORLD_SIZE > 1)
         self.cfg, self.policy, self.tok, self.task = cfg, policy, tokenizer, task
         self.algorithm = ALGORITHMS[cfg.algorithm]   # what this run's algorithm needs and does (see register_algorithm)
         self.device = next(policy.parameters()).device
@@ -440,6 +442,8 @@ class Trainer:
         self.gens = {k: torch.Generator(device="cpu").manual_seed(cfg.seed * 1000 + i) for i, k in enumerate(("prompts", "shuffle"))}
         self.gens["sampler"] = torch.Generator(device=self.device).manual_seed(cfg.seed * 1000 + 2)
         self.out = Path(cfg.out) if cfg.out else None
+        self.accelerator, self.learner, self.rank, self.world_size, self.shard = None, policy, 0, 1, (0, 1)  # one process (see "Several processes")
+        if accelerator is not None or int(os.environ.get("WORLD_SIZE", "1")) > 1: self._init_data_parallel(accelerator)
 
     def add_hook(self, point: str, fn: Callable, needs_old_logprobs: bool | None = None):
         """Call `fn(trainer, x)` at `point`; a non-None return replaces x (`loss_terms`: gets a LossContext, returns a dict of scalar
@@ -537,9 +541,11 @@ def autocast(self: Trainer):
 @patch(cls_method=True)
 def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False,  # continue the run in cfg.out (then call fit(resume=True))
           overwrite: bool = False,  # clear a non-empty cfg.out first (a fresh run refuses one otherwise)
+          accelerator=None,  # a multi-process launch's accelerate.Accelerator (None: made when WORLD_SIZE > 1)
          ) -> Trainer:
     "Build task, tokenizer, policy (fresh + SFT warm start, or loaded) and the trainer for `cfg`."
-    preflight_run(cfg, resume, overwrite)      # lock, refuse or clear, resume checks: all before the warm start writes out/sft
+    acc = data_parallel_accelerator(accelerator)   # None on one process
+    on_main(acc, preflight_run, cfg, resume, overwrite)  # lock, refuse or clear, resume checks: all before the warm start writes out/sft (rank 0 decides)
     seed_everything(cfg.seed)
     task = make_task(cfg.task, seed=cfg.split_seed, **cfg.task_kwargs)
     sft_dir = Path(cfg.out) / "sft" if cfg.out else None
@@ -561,14 +567,15 @@ def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False,  # continue the 
             sft_warm_start(policy, tok, task.train, steps=cfg.sft_steps, batch_size=cfg.sft_batch_size, lr=cfg.sft_lr, seed=cfg.seed,
                            progress=cfg.progress, eval_fn=check if cfg.sft_target is not None else None, eval_every=cfg.sft_eval_every, stop_at=cfg.sft_target)
         if sft_dir is not None:
-            save_policy(policy, tok, sft_dir)
+            if acc is None or acc.is_main_process: save_policy(policy, tok, sft_dir)
+            if acc is not None: acc.wait_for_everyone()
             policy, tok = load_policy(sft_dir, dtype=store)      # resumed runs load this file: use it here too, so both see the same weights
     policy = policy.to(store)                       # a fresh model is built and warm-started in fp32
     if cfg.lora_r: policy = add_lora(policy, r=cfg.lora_r)
-    trainer = cls(cfg, policy, tok, task)
+    trainer = cls(cfg, policy, tok, task, accelerator=acc)
     if sft_acc is None: sft_acc = trainer.evaluate()
     trainer.sft_accuracy = sft_acc
-    if sft_dir is not None and cfg.builds_warm_start and not (sft_dir / "sft.json").exists():
+    if sft_dir is not None and cfg.builds_warm_start and (acc is None or acc.is_main_process) and not (sft_dir / "sft.json").exists():
         with atomic_write(sft_dir / "sft.json", "w") as f: f.write(json.dumps(dict(sft_accuracy=sft_acc)))
     return trainer
 
@@ -579,12 +586,15 @@ from .tasks import greedy_completions
 def evaluate(self: Trainer, per_prompt: bool = False,  # return which prompts were solved, (N,) bool, for paired tests (rlref.core.mcnemar)
             ) -> float | torch.Tensor:
     "Held-out greedy exact match on the first `eval_limit` test prompts: the fraction solved, or with `per_prompt` the vector of hits."
-    ds = self.task.test.select(range(min(self.cfg.eval_limit, len(self.task.test))))
-    if len(ds) == 0: raise ValueError("evaluate needs at least one held-out prompt: the task's test split is empty")
-    with self.autocast(): comps = greedy_completions(self.policy, self.tok, list(ds["prompt"]), self.max_new_tokens,
-                                                     chat_template=self.cfg.chat_template, system_prompt=self.cfg.system_prompt)
-    rewards = self.correctness(list(ds["prompt"]), comps, **{c: list(ds[c]) for c in ds.column_names if c != "prompt"})
+    n = min(self.cfg.eval_limit, len(self.task.test))
+    if n == 0: raise ValueError("evaluate needs at least one held-out prompt: the task's test split is empty")
+    ds = self.task.test.select(self._eval_rows(n))                      # all n on one process; this rank's share on several
+    with self.autocast():
+        comps = greedy_completions(self.policy, self.tok, list(ds["prompt"]), self.max_new_tokens, chat_template=self.cfg.chat_template,
+                                   system_prompt=self.cfg.system_prompt) if len(ds) else []
+    rewards = self.correctness(list(ds["prompt"]), comps, **{c: list(ds[c]) for c in ds.column_names if c != "prompt"}) if len(ds) else []
     hits = torch.tensor([r >= 1.0 for r in rewards], dtype=torch.bool)  # (N,) the same rule as rlref.tasks.exact_match
+    if self.world_size > 1: hits = self._gather_hits(hits, n)           # (n,) every rank's hits, in order
     return hits if per_prompt else int(hits.sum()) / len(hits)
 
 def accuracy_interval(accuracy: float | None,  # a fraction k/n of prompts solved (None: not measured)
@@ -604,6 +614,141 @@ def eval_metrics(self: Trainer) -> dict:
     hits = self.evaluate(per_prompt=True)
     return accuracy_interval(int(hits.sum()) / len(hits), len(hits)) | dict(eval_n=len(hits))
 
+# %% ../nbs/07_trainer.ipynb #d15a0002
+import contextlib
+LOCAL_ADVANTAGE_ALGORITHMS = {"grpo", "rloo", "online_dpo"}  # advantages from each group alone: a rank holding whole groups computes its own
+
+def sampler_seed(seed: int, rank: int) -> int:
+    "The sampler generator's seed on `rank`: rank 0 keeps the one-process seed; rank r > 0 a 32-bit hash of (seed, r) (a CPU generator reads only a seed's low 32 bits)."
+    if rank == 0: return seed * 1000 + 2
+    return int.from_bytes(hashlib.sha256(f"rlref sampler seed {seed} rank {rank}".encode()).digest()[:4], "little")
+
+def data_parallel_accelerator(accelerator=None):
+    "`accelerator`, or the `accelerate.Accelerator` of a multi-process launch (torchrun / accelerate launch set WORLD_SIZE > 1), else None."
+    if accelerator is not None or int(os.environ.get("WORLD_SIZE", "1")) <= 1: return accelerator
+    from accelerate import Accelerator
+    return Accelerator(cpu=get_device().type == "cpu")
+
+def check_data_parallel(cfg: TrainConfig, world_size: int, distributed_type: str = "MULTI_CPU"):
+    "Raise one ValueError, naming the field, for a config that `world_size` data-parallel processes cannot run as one process would."
+    if world_size == 1: return
+    if not distributed_type.startswith("MULTI_"):
+        raise ValueError(f"rlref trains data-parallel as DDP (accelerate's MULTI_GPU / MULTI_CPU), got distributed_type {distributed_type}: under "
+                         "DeepSpeed or FSDP the sampler would need gathered weights and a checkpoint would hold one rank's optimizer shard")
+    unit = 2 if ALGORITHMS[cfg.algorithm].pairs else 1
+    if cfg.prompts_per_step % world_size:
+        raise ValueError(f"prompts_per_step must be a multiple of the {world_size} processes (each samples whole groups of an equal share), got {cfg.prompts_per_step}")
+    if cfg.minibatch_size and cfg.minibatch_size % (world_size * unit):
+        raise ValueError(f"minibatch_size must be a multiple of {world_size * unit} on {world_size} processes (each takes an equal share), got {cfg.minibatch_size}")
+    if cfg.algorithm not in LOCAL_ADVANTAGE_ALGORITHMS:
+        raise ValueError(f"algorithm {cfg.algorithm!r} is not known to compute advantages within each group (PPO and REINFORCE++ whiten over the whole "
+                         f"batch); on several processes use one of {sorted(LOCAL_ADVANTAGE_ALGORITHMS)} (or add a group-local one to LOCAL_ADVANTAGE_ALGORITHMS)")
+    if cfg.algorithm == "grpo" and cfg.scale_rewards == "batch":
+        raise ValueError("scale_rewards must be 'group' or 'none' on several processes ('batch' divides by the std of the whole batch), got 'batch'")
+    for k in ("dynamic_sampling", "overlong_filter"):
+        if getattr(cfg, k): raise ValueError(f"{k} must be False on several processes (it drops different rows on each, so the shards differ), got True")
+
+def on_main(accelerator, fn: Callable, *args, **kwargs):
+    "fn(*args, **kwargs) on rank 0 only, its result (or its error) handed to every rank: decisions about the run directory are made once."
+    if accelerator is None or accelerator.num_processes == 1: return fn(*args, **kwargs)
+    from accelerate.utils import broadcast_object_list
+    box, err = [None], None
+    if accelerator.is_main_process:
+        try: box[0] = ("ok", fn(*args, **kwargs))
+        except Exception as e: err, box[0] = e, ("error", type(e), str(e))
+    broadcast_object_list(box, from_process=0)
+    if err is not None: raise err
+    if box[0][0] == "ok": return box[0][1]
+    try: exc = box[0][1](box[0][2])
+    except Exception: exc = RuntimeError(box[0][2])
+    raise exc
+
+@patch
+def _init_data_parallel(self: Trainer, accelerator=None):
+    "Join a multi-process launch: check the config, seed this rank's sampler, let accelerate wrap the policy (DDP) and optimizer; `self.policy` stays the unwrapped model that samples, evaluates and is saved."
+    acc = data_parallel_accelerator(accelerator)
+    if acc is None or acc.num_processes == 1: return         # one process: nothing changes
+    check_data_parallel(self.cfg, acc.num_processes, acc.distributed_type.name)
+    self.accelerator, self.rank, self.world_size = acc, acc.process_index, acc.num_processes
+    self.shard = (self.rank, self.world_size)
+    self.gens["sampler"] = torch.Generator(device=self.device).manual_seed(sampler_seed(self.cfg.seed, self.rank))
+    self.learner, self.opt = acc.prepare(self.policy, self.opt)  # the scheduler stays on the inner optimizer: one LR step per optimizer step
+
+@patch
+def _on_main(self: Trainer, fn: Callable, *args, **kwargs): return on_main(self.accelerator, fn, *args, **kwargs)
+
+@patch
+def _eval_rows(self: Trainer, n: int) -> range:
+    "The held-out rows this process evaluates: all n on one process, a contiguous share of ceil(n / world_size) on a rank."
+    if self.world_size == 1: return range(n)
+    k = -(-n // self.world_size)
+    return range(min(n, self.rank * k), min(n, (self.rank + 1) * k))
+
+@patch
+def _gather_hits(self: Trainer, hits: torch.Tensor, n: int) -> torch.Tensor:
+    "(n,) bool: every rank's evaluation hits in row order (each rank's contiguous share, padded to equal length for the gather)."
+    k = -(-n // self.world_size)
+    padded = torch.zeros(k, dtype=torch.uint8, device=self.device); padded[:len(hits)] = hits.to(torch.uint8)
+    return self.accelerator.gather(padded).cpu()[:n].bool()   # (W*k,) rank-major = row order
+
+@patch
+def _sync_grads(self: Trainer, last: bool):
+    "DDP all-reduces the gradients in the backward of the last micro-batch only (accelerate's no_sync before it); one process: nothing."
+    return contextlib.nullcontext() if self.world_size == 1 or last else self.accelerator.no_sync(self.learner)
+
+@patch
+def _backward(self: Trainer, loss: torch.Tensor):
+    if self.accelerator is None: loss.backward()
+    else: self.accelerator.backward(loss)
+
+@patch
+def _global_tokens(self: Trainer, n_tok: int) -> float:
+    "The minibatch's completion tokens summed over ranks, divided by the world size: DDP averages the ranks' gradients, so this makes the average a token mean over every rank's tokens."
+    t = torch.tensor([float(n_tok)], dtype=torch.float64, device=self.device)
+    return float(self.accelerator.reduce(t, "sum")) / self.world_size
+
+@patch
+def _all_ranks_ok(self: Trainer, ok: bool) -> bool:
+    "ok on every rank (one process: ok): an optimizer step is skipped everywhere or nowhere."
+    if self.world_size == 1: return ok
+    return int(self.accelerator.reduce(torch.tensor([int(ok)], device=self.device), "sum")) == self.world_size
+
+@patch
+def _global_raw(self: Trainer, r: Rollout, raw: dict) -> dict:
+    "The rollout metrics of `collect` over every rank's rows (gathered in rank order: the one-process formulas on the global batch)."
+    g = lambda t: self.accelerator.gather(t.float().reshape(-1).to(self.device)).cpu()
+    rew, correct = g(r.rewards), g(r.extras["correct"])
+    out = raw | dict(reward_mean=rew.mean().item(), reward_std=rew.std().item(), accuracy=correct.mean().item(),
+                     completion_length=g(r.lengths).mean().item(), tokens=int(g(r.completion_mask.sum()).sum()),
+                     truncated_frac=g(r.truncated).mean().item())
+    if "zero_std_frac" in raw: out["zero_std_frac"] = zero_std_group_fraction(rew, self.cfg.samples_per_prompt)
+    if "overlong_penalty" in raw: out["overlong_penalty"] = g(r.extras["overlong_penalty"]).mean().item()
+    if "reward_funcs" in r.extras:                                         # (B, K) per-function rewards, gathered as rows
+        out |= reward_func_metrics(self.reward_mix.names, self.accelerator.gather(r.extras["reward_funcs"].float().to(self.device)).cpu())
+    return out
+
+@patch
+def _mean_over_ranks(self: Trainer, d: dict, keys=None) -> dict:
+    "`d` with its numeric entries (or those named in `keys`) averaged over the ranks."
+    ks = sorted(k for k, v in d.items() if (keys is None or k in keys) and isinstance(v, (int, float, torch.Tensor)) and not isinstance(v, bool))
+    if not ks: return d
+    t = self.accelerator.reduce(torch.tensor([float(d[k]) for k in ks], dtype=torch.float64, device=self.device), "sum") / self.world_size
+    return d | dict(zip(ks, t.tolist()))
+
+@patch
+def _gen_states(self: Trainer) -> dict:
+    "The generators' states for a checkpoint; on several processes also every rank's sampler state, `sampler_ranks` (W, S) (a collective call)."
+    states = {k: g.get_state() for k, g in self.gens.items()}
+    if self.world_size > 1: states["sampler_ranks"] = self.accelerator.gather(states["sampler"].to(self.device)[None]).cpu()
+    return states
+
+@patch
+def _check_world(self: Trainer, state: dict, path):
+    "Refuse a checkpoint written by another number of processes: each rank's sampler stream is part of the run."
+    saved = state.get("world_size", 1)
+    if saved != self.world_size:
+        raise RunDirError(f"checkpoint {path} was written by {saved} process(es) but this run has {self.world_size}; resume it with {saved}")
+
 # %% ../nbs/07_trainer.ipynb #a1f0c005
 def soft_overlong_penalty(lengths: torch.Tensor,  # (B,) completion lengths in tokens
                           max_len: int,  # L_max: the completion budget (max_new_tokens)
@@ -620,6 +765,7 @@ def rollout(self: Trainer) -> Rollout:
     "Sample one rollout's completions and attach rewards: correctness + format_weight * format, or the weighted reward_funcs (+ the soft overlong penalty)."
     cfg, n = self.cfg, self.cfg.samples_per_prompt
     idx = torch.randint(len(self.task.train), (cfg.prompts_per_step,), generator=self.gens["prompts"]).tolist()
+    s, W = self.shard; idx = idx[s * len(idx) // W:(s + 1) * len(idx) // W]   # several processes: this rank's whole groups (one process: all)
     rows = self.task.train.select(idx)
     with self.autocast():                      # the sampler runs at the learner's precision
         r = sample(self.policy, self.tok, list(rows["prompt"]), n=n, max_new_tokens=self.max_new_tokens, temperature=cfg.temperature,
@@ -706,13 +852,15 @@ def reward_func_metrics(names: list[str],  # the reward functions' names (Reward
 def logprobs(self: Trainer, model, r: Rollout, temperature: float | None = None, with_entropy: bool = False,
              attention_mask_4d: torch.Tensor | None = None, grad: bool = False):
     """Per-token log-probs (B, C) of r's completions under `model` (and entropies when asked); the policy replays the sampler's top-k/top-p.
-    Runs micro_batch_size rows per forward (chunked by logprob_chunk_rows / vocab_chunk), under the run's autocast and fused switch."""
+    Runs micro_batch_size rows per forward (chunked by logprob_chunk_rows / vocab_chunk), under the run's autocast and fused switch;
+    a gradient pass of the policy on several processes goes through the DDP wrapper (unfused, unchunked: DDP syncs gradients in its own forward)."""
     cfg = self.cfg
     trunc = dict(top_k=cfg.top_k, top_p=cfg.top_p) if model is self.policy else {}
+    ddp = grad and model is self.policy and self.learner is not self.policy
+    chunks = dict(fused=False, chunk_rows=None, vocab_chunk=None) if ddp else dict(fused=cfg.fused, chunk_rows=cfg.logprob_chunk_rows, vocab_chunk=cfg.vocab_chunk)
     with torch.set_grad_enabled(grad), self.autocast(), (model.active() if isinstance(model, BaseReference) else contextlib.nullcontext(model)) as net:
-        lp, ent = completion_logprobs(net, r, cfg.temperature if temperature is None else temperature, with_entropy=with_entropy,
-                                      attention_mask_4d=attention_mask_4d, micro_batch_size=cfg.micro_batch_size, fused=cfg.fused,
-                                      chunk_rows=cfg.logprob_chunk_rows, vocab_chunk=cfg.vocab_chunk, **trunc)
+        lp, ent = completion_logprobs(self.learner if ddp else net, r, cfg.temperature if temperature is None else temperature, with_entropy=with_entropy,
+                                      attention_mask_4d=attention_mask_4d, micro_batch_size=cfg.micro_batch_size, **chunks, **trunc)
     return (lp, ent) if with_entropy else lp
 
 @patch
@@ -770,6 +918,7 @@ def collect(self: Trainer) -> tuple[Rollout, dict]:
     if G > 1: raw["zero_std_frac"] = zero_std_group_fraction(r.rewards, G)
     if "overlong_penalty" in r.extras: raw["overlong_penalty"] = r.extras["overlong_penalty"].mean().item()
     if "reward_funcs" in r.extras: raw |= reward_func_metrics(self.reward_mix.names, r.extras["reward_funcs"])   # rewards/<name>/mean, /std
+    if self.world_size > 1: raw = self._global_raw(r, raw)                 # several processes: over every rank's rows
     if not cfg.dynamic_sampling: return r, raw
     parts, kept, dropped, rounds = [], 0, 0, 0
     while True:
@@ -793,7 +942,7 @@ def train_step(self: Trainer) -> dict:
     r, raw = self.collect()
     if algo.prepare is not None: r = algo.prepare(self, r)
     T = algo.temperature(cfg)
-    r.extras["old_logprobs"] = self.logprobs(self.policy, r, T) if self.needs_old_logprobs(len(r)) else None
+    r.extras["old_logprobs"] = self.logprobs(self.policy, r, T) if self.needs_old_logprobs(len(r) * self.world_size) else None
     r = self._run_hooks("after_advantages", self.advantages(r))
     if cfg.overlong_filter:
         raw["overlong_filtered"] = int(r.truncated.sum())
@@ -809,6 +958,7 @@ def train_step(self: Trainer) -> dict:
         old = r.extras.get("old_logprobs")                                       # else the sampler's, at the sampling temperature
         before, Tk = (old, T) if old is not None else (r.sampler_logprobs, cfg.temperature)
         logs["update_kl"] = approx_kl(self.logprobs(self.policy, r, Tk), before, r.completion_mask)  # how far this step moved the policy
+    if self.world_size > 1: logs, raw = self._mean_over_ranks(logs), self._mean_over_ranks(raw, keys=("is_frac_masked", "is_ess", "sampler_kl"))
     metrics = dict(step=self.step + 1) | raw | logs | dict(lr=self.sched.get_last_lr()[0], skipped_steps=self.skipped_steps)
     self.step += 1
     if cfg.eval_every and (self.step % cfg.eval_every == 0 or self.step == cfg.steps): metrics |= self.eval_metrics()
@@ -819,11 +969,13 @@ def train_step(self: Trainer) -> dict:
 def _accumulate(self: Trainer, r: Rollout, rows: torch.Tensor, micro: int) -> dict:
     "Forward and backward over rows `rows` of `r` in micro-batches of `micro` rows (gradients add up in .grad); `loss` is the minibatch's, however it is split."
     n_tok = int(r.completion_mask[rows.to(r.completion_mask.device)].sum())
-    out = {"loss": 0.0}
-    for ids in rows.split(micro):
+    if self.world_size > 1: n_tok = self._global_tokens(n_tok)              # every rank's tokens / world size (DDP averages the gradients)
+    out, chunks = {"loss": 0.0}, rows.split(micro)
+    for i, ids in enumerate(chunks):
         n_micro = len(rows) / len(ids)                                          # an uneven tail holds a smaller share
-        loss, info = self.loss(r.select(ids), n_tok, n_micro)
-        (loss if self.scaler is None else self.scaler.scale(loss)).backward()   # fp16: a scaled loss keeps small gradients representable
+        with self._sync_grads(last=i == len(chunks) - 1):                   # DDP: one all-reduce, in the last micro-batch's backward
+            loss, info = self.loss(r.select(ids), n_tok, n_micro)
+            self._backward(loss if self.scaler is None else self.scaler.scale(loss))   # fp16: a scaled loss keeps small gradients representable
         out["loss"] += loss.item()
         info.pop("loss", None)                                                  # the backpropagated value above is the one logged
         for k, v in info.items(): out[k] = out.get(k, 0.0) + float(v) * (1.0 if k == "policy_loss" else 1.0 / n_micro)
@@ -834,7 +986,7 @@ def _update(self: Trainer, r: Rollout) -> dict:
     "mu epochs of shuffled minibatch updates with gradient accumulation; returns metrics averaged over the optimizer steps taken."
     cfg, unit = self.cfg, 2 if self.algorithm.pairs else 1                      # preference pairs move together
     n = len(r) // unit
-    mini = max(1, min(cfg.minibatch_size or len(r), len(r)) // unit); micro = max(1, min(cfg.micro_batch_size or mini * unit, mini * unit) // unit)
+    mini = max(1, min((cfg.minibatch_size or len(r) * self.world_size) // self.world_size, len(r)) // unit); micro = max(1, min(cfg.micro_batch_size or mini * unit, mini * unit) // unit)
     params = [p for g in self.opt.param_groups for p in g["params"]]
     taken, every, n_taken, n_all = {}, {}, 0, 0
     for _ in range(cfg.num_iterations):
@@ -847,7 +999,7 @@ def _update(self: Trainer, r: Rollout) -> dict:
             gnorm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
             for k, v in m.items(): every[k] = every.get(k, 0.0) + v
             n_all += 1
-            if not (torch.isfinite(gnorm) and math.isfinite(m["loss"])):        # this optimizer step only
+            if not self._all_ranks_ok(bool(torch.isfinite(gnorm)) and math.isfinite(m["loss"])):  # this optimizer step only, on every rank
                 self.opt.zero_grad(set_to_none=True); self.skipped_steps += 1
                 if self.scaler is not None and math.isfinite(m["loss"]):         # fp16 overflow: a smaller loss scale next time, not divergence
                     self.scaler.update(); continue
@@ -893,14 +1045,17 @@ def save_checkpoint(self: Trainer) -> Path:
     "Write checkpoints/step_NNNNNN.safetensors (tensors) and .state.json (the rest) atomically, then the manifest step_NNNNNN.json naming both with their SHA-256; keep the newest `keep_checkpoints`."
     for p in self.policy.parameters():
         if not torch.isfinite(p).all(): raise TrainingStopped("refusing to checkpoint: the policy has non-finite weights")
-    d = self.out / "checkpoints"; d.mkdir(parents=True, exist_ok=True)
+    policy, policy_info = self._policy_state()                      # LoRA: the adapters only, and the base's SHA-256
     state = dict(step=self.step, skipped_steps=self.skipped_steps, bad_steps=self.bad_steps, sft_accuracy=self.sft_accuracy,
-                 policy=self.policy.state_dict(), opt=self.opt.state_dict(), sched=self.sched.state_dict(), **({"scaler": self.scaler.state_dict()} if self.scaler is not None else {}),
+                 policy=policy, opt=self.opt.state_dict(), sched=self.sched.state_dict(), **({"scaler": self.scaler.state_dict()} if self.scaler is not None else {}),
                  critic=self.critic.state_dict() if self.critic else None, rng=rng_state(),
-                 gens={k: g.get_state() for k, g in self.gens.items()}, config=asdict(self.cfg),
-                 hooks={k: dict(type=type(o).__qualname__, state=o.state_dict()) for k, o in stateful_hooks(self).items()})
+                 gens=self._gen_states(), config=asdict(self.cfg),
+                 hooks={k: dict(type=type(o).__qualname__, state=o.state_dict()) for k, o in stateful_hooks(self).items()},
+                 **(dict(world_size=self.world_size) if self.world_size > 1 else {}))
+    if self.rank: self.checkpoint_step = self.step; return None    # several processes: rank 0 writes (every rank took part in _gen_states)
+    d = self.out / "checkpoints"; d.mkdir(parents=True, exist_ok=True)
     skeleton, tensors = flatten_state(state)
-    stem, manifest = f"step_{self.step:06d}", dict(step=self.step)
+    stem, manifest = f"step_{self.step:06d}", dict(step=self.step) | policy_info
     for part, name, data in (("tensors", f"step_{self.step:06d}.safetensors", _st_save(tensors)),
                              ("state", f"step_{self.step:06d}.state.json", json.dumps(skeleton).encode())):
         with atomic_write(d / name) as f: f.write(data)
@@ -911,6 +1066,43 @@ def save_checkpoint(self: Trainer) -> Path:
         for suffix in (".safetensors", ".state.json"): (d / f"{old.stem}{suffix}").unlink(missing_ok=True)
     self.checkpoint_step = self.step
     return d / f"{stem}.json"
+
+# %% ../nbs/07_trainer.ipynb #d15a0004
+def state_sha256(tensors: dict) -> str:
+    "SHA-256 of named tensors (names, dtypes, shapes and bytes, in name order): the identity of a model's frozen base weights."
+    h = hashlib.sha256()
+    for k in sorted(tensors):
+        t = tensors[k].detach().cpu().contiguous()
+        h.update(f"{k}|{t.dtype}|{tuple(t.shape)}\n".encode()); h.update(t.reshape(-1).view(torch.uint8).numpy())
+    return h.hexdigest()
+
+@patch
+def _frozen_names(self: Trainer) -> set:
+    "State-dict names of the policy's frozen parameters (under LoRA: the whole base model)."
+    return {n for n, p in self.policy.named_parameters(remove_duplicate=False) if not p.requires_grad}
+
+@patch
+def _policy_state(self: Trainer) -> tuple[dict, dict]:
+    "(what a checkpoint stores of the policy, what its manifest says about it): every tensor when all train, else the trainable ones and base_sha256."
+    sd, frozen = self.policy.state_dict(), self._frozen_names()
+    if not frozen: return sd, {}
+    if getattr(self, "_base_sha", None) is None: self._base_sha = state_sha256({k: sd[k] for k in frozen})   # frozen: hashed once per run
+    return {k: v for k, v in sd.items() if k not in frozen}, dict(base_sha256=self._base_sha, base_tensors=len(frozen))
+
+@patch
+def _load_policy_state(self: Trainer, policy_state: dict, info: dict, path):
+    "Restore the policy from a checkpoint: all of it, or (manifest with base_sha256) the trainable tensors onto the same frozen base."
+    if "base_sha256" not in info: return self.policy.load_state_dict(policy_state)
+    frozen = self._frozen_names()
+    if not frozen: raise RunDirError(f"checkpoint {path} holds only the trainable tensors of a partly frozen (LoRA) policy, but this policy trains every weight")
+    sd = self.policy.state_dict()
+    mine = state_sha256({k: sd[k] for k in frozen})
+    if mine != info["base_sha256"]:
+        raise RunDirError(f"checkpoint {path} was trained on other base weights (SHA-256 {info['base_sha256'][:12]}..., this model's {mine[:12]}...); resume from the run's own model")
+    missing, unexpected = self.policy.load_state_dict(policy_state, strict=False)
+    if unexpected or set(missing) != frozen:
+        raise RunDirError(f"checkpoint {path} does not match this policy's trainable tensors (unexpected {sorted(unexpected)[:3]}, missing {sorted(set(missing) - frozen)[:3]})")
+    self._base_sha = mine
 
 # %% ../nbs/07_trainer.ipynb #c1a7e201
 def read_manifest(path) -> dict:
@@ -975,10 +1167,12 @@ def load_checkpoint(self: Trainer, path):  # a manifest from find_checkpoint (or
     if mine != saved:
         raise RunDirError(f"checkpoint {path} was written with stateful hooks [{_describe_hooks(saved)}] but this trainer has "
                           f"[{_describe_hooks(mine)}]; register the same hooks, in the same order, before resuming")
-    self.policy.load_state_dict(state["policy"]); self.opt.load_state_dict(state["opt"]); self.sched.load_state_dict(state["sched"])
+    self._check_world(state, path)
+    self._load_policy_state(state["policy"], info, path); self.opt.load_state_dict(state["opt"]); self.sched.load_state_dict(state["sched"])
     if self.scaler is not None and "scaler" in state: self.scaler.load_state_dict(state["scaler"])   # fp16: the loss scale it had reached
     if self.critic is not None: self.critic.load_state_dict(state["critic"])
     for k, g in self.gens.items(): g.set_state(state["gens"][k])
+    if self.world_size > 1: self.gens["sampler"].set_state(state["gens"]["sampler_ranks"][self.rank].clone())  # this rank's stream
     set_rng_state(state["rng"])
     for k, o in hooks.items(): o.load_state_dict(state["hooks"][k]["state"])
     self.step, self.skipped_steps, self.bad_steps = state["step"], state["skipped_steps"], state["bad_steps"]
@@ -1017,6 +1211,27 @@ def preflight_run(cfg: TrainConfig, resume: bool = False, overwrite: bool = Fals
     with claim_run_dir(cfg.out, resume=resume, overwrite=overwrite) as out:
         if resume and check_resume(out, cfg) is None: find_checkpoint(out)
 
+# %% ../nbs/07_trainer.ipynb #d15a0007
+import shutil
+
+@patch
+def save_pretrained(self: Trainer, path=None,  # where (default: out/policy, replaced as a whole)
+                   ) -> Path:
+    "Write the policy for use: `save_pretrained` plus its tokenizer (under LoRA peft's: the adapter only), loadable by `AutoModelForCausalLM` / `PeftModel`."
+    if path is None and self.out is None: raise ValueError("save_pretrained needs a path: this trainer has no cfg.out")
+    path = Path(path) if path is not None else self.out / "policy"
+    tmp, old = (path.with_name(f".{path.name}.{s}{os.getpid()}") for s in ("tmp", "old"))
+    shutil.rmtree(tmp, ignore_errors=True)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")   # peft's save_pretrained reads a deprecated transformers attribute
+        save_policy(self.policy, self.tok, tmp)
+    info = dict(step=self.step, algorithm=self.cfg.algorithm, task=self.cfg.task, adapter_only=bool(self._frozen_names()))
+    (tmp / "rlref.json").write_text(json.dumps(info))
+    if path.exists(): os.replace(path, old)
+    os.replace(tmp, path); shutil.rmtree(old, ignore_errors=True)
+    self.policy_step = self.step
+    return path
+
 # %% ../nbs/07_trainer.ipynb #c416f6d3
 class RunInterrupted(KeyboardInterrupt):
     "Ctrl-C during `fit`: says at which step, and from which checkpoint `resume` would continue."
@@ -1035,38 +1250,43 @@ def fit(self: Trainer, resume: bool = False,  # continue the run in cfg.out from
     if self.out is None:
         if resume: raise ValueError("resume needs cfg.out (the run directory to resume from)")
         self.history = []; return self._train_loop(None)
-    with claim_run_dir(self.out, resume=resume, overwrite=overwrite, keep=("sft",) if cfg.builds_warm_start else ()):
+    main = self.rank == 0                                      # several processes: rank 0 owns the directory, the others only read it
+    with claim_run_dir(self.out, resume=resume, overwrite=overwrite, keep=("sft",) if cfg.builds_warm_start else ()) if main else contextlib.nullcontext():
         mpath = self.out / "metrics.jsonl"
         if resume:                                             # every check before the first write
-            done = check_resume(self.out, cfg)
+            done = self._on_main(check_resume, self.out, cfg)
             if done is not None:
                 self.history = read_jsonl(mpath) if mpath.exists() else []
                 return done | dict(already_finished=True)
-            self.load_checkpoint(find_checkpoint(self.out))
+            self.load_checkpoint(self._on_main(find_checkpoint, self.out))     # every rank the same checkpoint
             self.history = [r for r in read_jsonl(mpath) if r.get("step", 0) <= self.step] if mpath.exists() else []
-            if [r.get("step") for r in self.history] != list(range(1, self.step + 1)):
+            if main and [r.get("step") for r in self.history] != list(range(1, self.step + 1)):
                 warnings.warn(f"{mpath} does not hold one row for each of the {self.step} steps before the checkpoint; the resumed log will have gaps")
-            with atomic_write(mpath, "w") as f: f.write("".join(json.dumps(r) + "\n" for r in self.history))
+            if main:
+                with atomic_write(mpath, "w") as f: f.write("".join(json.dumps(r) + "\n" for r in self.history))
         else:
             self.history = []
-            if cfg.builds_warm_start and (self.out / "sft").is_dir():   # the warm start setup saved: its accuracy, not a stale one
+            if main and cfg.builds_warm_start and (self.out / "sft").is_dir():   # the warm start setup saved: its accuracy, not a stale one
                 with atomic_write(self.out / "sft" / "sft.json", "w") as f: f.write(json.dumps(dict(sft_accuracy=self.sft_accuracy)))
-        with atomic_write(self.out / "config.json", "w") as f: f.write(json.dumps(asdict(cfg), indent=1))
-        log = JsonlLogger(mpath, mode="a" if resume else "w")
+        if main:
+            with atomic_write(self.out / "config.json", "w") as f: f.write(json.dumps(asdict(cfg), indent=1))
+        log = JsonlLogger(mpath, mode="a" if resume else "w") if main else None
         try: return self._train_loop(log)
-        finally: log.close()
+        finally:
+            if log is not None: log.close()
 
 @patch
 def _checkpoint(self: Trainer, log):
     "Make the metrics rows so far durable, then checkpoint: a checkpoint never gets ahead of its log."
     if log: log.sync()
     self.save_checkpoint()
+    if self.rank == 0: self.save_pretrained()                 # out/policy: the newest weights, ready for from_pretrained
 
 @patch
 def _train_loop(self: Trainer, log) -> dict:
     "The steps themselves: train, log, checkpoint (and once more at the end), then the summary and report."
     cfg, t_start, first = self.cfg, time.time(), self.step
-    bar = tqdm(total=cfg.steps, initial=self.step, desc=f"{cfg.algorithm}", disable=not cfg.progress)
+    bar = tqdm(total=cfg.steps, initial=self.step, desc=f"{cfg.algorithm}", disable=not cfg.progress or self.rank > 0)
     try:
         while self.step < cfg.steps:
             m = self.train_step()
@@ -1080,7 +1300,8 @@ def _train_loop(self: Trainer, log) -> dict:
         summary = dict(algorithm=cfg.algorithm, task=cfg.task, steps=cfg.steps, seed=cfg.seed,      # step 0 (the warm start) and the last eval
                        **accuracy_interval(self.sft_accuracy, n_eval, "sft"), **accuracy_interval(evals[-1]["eval_accuracy"] if evals else None, n_eval, "final"),
                        eval_n=n_eval, skipped_steps=self.skipped_steps, wall_seconds=round(time.time() - t_start, 1))
-        if self.out is not None:
+        if self.out is not None and self.rank == 0:
+            if getattr(self, "policy_step", None) != self.step: self.save_pretrained()   # the trained policy, before the summary marks the run done
             with atomic_write(self.out / "summary.json", "w") as f: f.write(json.dumps(summary, indent=1))
             plot_report(self.history, self.out / "report.png", title=f"{cfg.algorithm} on {cfg.task}", start=summary)
     except KeyboardInterrupt: raise RunInterrupted(self.step, getattr(self, "checkpoint_step", None)) from None
@@ -1109,6 +1330,24 @@ def plot_report(history: list[dict], path=None, title: str = "",
     fig.suptitle(title); fig.tight_layout()
     if path is not None: fig.savefig(path, dpi=80); plt.close(fig)
     return fig
+
+# %% ../nbs/07_trainer.ipynb #d15a000c
+def emulate_data_parallel(trainer: Trainer, world_size: int) -> Trainer:
+    "Make a one-process trainer sample each step's batch as `world_size` ranks would (the same prompts; shard s drawn with rank s's sampler seed), then learn on all of it."
+    if trainer.world_size != 1: raise ValueError(f"emulate_data_parallel needs a one-process trainer, this one has world_size={trainer.world_size}")
+    check_data_parallel(trainer.cfg, world_size)
+    for s in range(1, world_size): trainer.gens[f"sampler{s}"] = torch.Generator(device=trainer.device).manual_seed(sampler_seed(trainer.cfg.seed, s))
+    one = trainer.rollout
+    def rollout() -> Rollout:
+        start, parts, own = trainer.gens["prompts"].get_state(), [], trainer.gens["sampler"]
+        for s in range(world_size):
+            trainer.gens["prompts"].set_state(start); trainer.shard = (s, world_size)   # the same draw; shard s of it
+            trainer.gens["sampler"] = trainer.gens[f"sampler{s}"] if s else own
+            try: parts.append(one())
+            finally: trainer.gens["sampler"], trainer.shard = own, (0, 1)
+        return concat_rollouts(parts, trainer.tok.pad_token_id)
+    trainer.rollout = rollout
+    return trainer
 
 # %% ../nbs/07_trainer.ipynb #5d7e0b08
 from torch.utils._python_dispatch import TorchDispatchMode
