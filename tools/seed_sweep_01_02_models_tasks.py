@@ -24,14 +24,14 @@ def toy_sft(s):
     h = sft_warm_start(m, tok, toy, steps=60, batch_size=8, lr=3e-3, warmup=5, log_every=10, progress=False, seed=s)
     return dict(first=h[0]["loss"], last=h[-1]["loss"], margin=0.1 - h[-1]["loss"] / h[0]["loss"])
 
-def arith_sft(s, steps=400):
+def arith_sft(s, steps=400, lr=3e-3):
     tok = make_char_tokenizer(); task = make_task("arith", n_digits=2, n_train=2000, n_test=200)
     m = make_tiny_llama(tok, "tiny", max_len=64, seed=s)
     before = exact_match(m, tok, task.test, max_new_tokens=task.max_new_tokens)
-    h = sft_warm_start(m, tok, task.train, steps=steps, batch_size=128, lr=3e-3, progress=False, seed=s,
+    h = sft_warm_start(m, tok, task.train, steps=steps, batch_size=128, lr=lr, progress=False, seed=s,
                        eval_fn=lambda mm: dict(exact_match=exact_match(mm, tok, task.test, max_new_tokens=task.max_new_tokens)), eval_every=200)
     after = h[-1]["exact_match"]
-    return dict(steps=steps, before=before, after=after, margin=min(0.05 - before, after - 0.5))
+    return dict(steps=steps, lr=lr, before=before, after=after, margin=min(0.05 - before, after - 0.5))
 
 CHECKS = dict(loss0=loss0, toy_sft=toy_sft, arith_sft=arith_sft)
 
@@ -40,10 +40,11 @@ if __name__ == "__main__":
     ap.add_argument("--checks", nargs="+", default=list(CHECKS)); ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--out", default="tools/seed_sweep_01_02_models_tasks.jsonl")
     ap.add_argument("--arith-steps", type=int, default=400, help="SFT steps of the arith_sft check (the chapter's test size: 400)")
+    ap.add_argument("--arith-lr", type=float, default=3e-3, help="SFT learning rate of the arith_sft check")
     a = ap.parse_args()
     torch.set_num_threads(1)
     for c in a.checks:
         for s in a.seeds:
-            t0 = time.time(); rec = dict(check=c, seed=s) | (arith_sft(s, a.arith_steps) if c == "arith_sft" else CHECKS[c](s)) | dict(seconds=round(time.time() - t0, 1))
+            t0 = time.time(); rec = dict(check=c, seed=s) | (arith_sft(s, a.arith_steps, a.arith_lr) if c == "arith_sft" else CHECKS[c](s)) | dict(seconds=round(time.time() - t0, 1))
             print(json.dumps(rec), flush=True)
             with open(a.out, "a") as f: f.write(json.dumps(rec) + "\n")
