@@ -9,7 +9,7 @@ from .core import masked_mean
 
 # %% auto #0
 __all__ = ['ADVANTAGE_ESTIMATORS', 'group_advantages', 'rloo_advantages', 'reinforce_pp_advantages', 'gae_advantages',
-           'dynamic_sampling_filter', 'compute_advantages']
+           'dynamic_sampling_filter', 'compute_advantages', 'group_normalized_rewards']
 
 # %% ../nbs/05_advantages.ipynb #296208ad
 def _check_finite(x: torch.Tensor,  # (B,) rewards or (B, T) per-token rewards / values
@@ -142,3 +142,25 @@ def compute_advantages(name: str,  # one of ADVANTAGE_ESTIMATORS
     if name not in ADVANTAGE_ESTIMATORS: raise ValueError(f"unknown advantage estimator {name!r}; choose one of {sorted(ADVANTAGE_ESTIMATORS)}")
     if name.startswith("reinforce_pp") and completion_mask is None: raise ValueError(f"{name} is token-level and needs completion_mask")
     return ADVANTAGE_ESTIMATORS[name](rewards, group_size, completion_mask, **kw)
+
+# %% ../nbs/05_advantages.ipynb #8d8708db
+def group_normalized_rewards(reward_fn,  # reward_fn(response, ground_truth) -> float, or a dict with "reward" (other keys are logged)
+                             responses: list[str],  # B = n_prompts * G responses, each prompt's G samples contiguous
+                             ground_truths: list,  # B ground truths, repeated once per sample (ground_truths[i] goes with responses[i])
+                             group_size: int,  # G >= 2 samples per prompt
+                             advantage_eps: float = 1e-6,  # added to the group std (group_advantages / TRL: 1e-4)
+                             normalize_by_std: bool = True,  # False: R - mean only (Dr. GRPO)
+                            ) -> tuple[torch.Tensor, torch.Tensor, dict]:
+    "Score each response against its ground truth, then GRPO-normalise within groups: (advantages (B,), raw rewards (B,), metadata)."
+    if len(responses) != len(ground_truths): raise ValueError(f"responses ({len(responses)}) and ground_truths ({len(ground_truths)}) must have the same length B")
+    scores = [reward_fn(r, gt) for r, gt in zip(responses, ground_truths)]
+    if any(isinstance(s, dict) and "reward" not in s for s in scores): raise ValueError("reward_fn returned a dict without a 'reward' key")
+    raw = torch.tensor([float(s["reward"]) if isinstance(s, dict) else float(s) for s in scores])   # (B,)
+    adv = compute_advantages("grpo", raw, group_size, scale="group" if normalize_by_std else "none", eps=advantage_eps)   # (B,)
+    keep, n_equal = dynamic_sampling_filter(raw, group_size)
+    meta = dict(reward_mean=raw.mean().item(), reward_std=raw.std().item() if len(raw) > 1 else 0.0, reward_max=raw.max().item(),
+                reward_min=raw.min().item(), zero_std_frac=n_equal / (len(raw) // group_size))
+    for k in ({k for s in scores if isinstance(s, dict) for k in s} - {"reward"}):   # e.g. format_reward, answer_reward
+        vals = [float(s[k]) for s in scores if isinstance(s, dict) and isinstance(s.get(k), (int, float))]
+        if vals: meta[f"{k}_mean"] = sum(vals) / len(vals)
+    return adv, raw, meta

@@ -12,8 +12,9 @@ import torch
 
 # %% auto #0
 __all__ = ['seed_everything', 'rng_state', 'set_rng_state', 'get_device', 'get_dtype', 'in_test', 'pick', 'masked_mean',
-           'JsonlLogger', 'read_jsonl', 'atomic_write', 'RunDirError', 'check_out_path', 'holds_run_lock', 'run_lock',
-           'clear_run_dir', 'claim_run_dir', 'flatten_state', 'unflatten_state', 'Timer', 'wilson_interval', 'mcnemar']
+           'masked_normalize', 'JsonlLogger', 'read_jsonl', 'atomic_write', 'RunDirError', 'check_out_path',
+           'holds_run_lock', 'run_lock', 'clear_run_dir', 'claim_run_dir', 'flatten_state', 'unflatten_state', 'Timer',
+           'wilson_interval', 'mcnemar']
 
 # %% ../nbs/00_core.ipynb #a2c1a9e4
 def seed_everything(seed: int,  # the one seed for python, numpy and torch (CPU and all CUDA devices)
@@ -74,12 +75,27 @@ def pick(test, full):
 def masked_mean(values: torch.Tensor,  # any shape
                 mask: torch.Tensor,  # same shape, 1 where the value counts
                 dim: int | None = None,  # reduce along this dim; None = over everything
+                empty: float = 0.0,  # the result where the mask is empty (float("nan"): the plain sum / count)
                ) -> torch.Tensor:
-    "Mean of `values` where `mask` is 1; 0 where the mask is empty."
+    "Mean of `values` where `mask` is 1; `empty` (default 0) where the mask is empty."
     if values.shape != mask.shape: raise ValueError(f"mask shape {tuple(mask.shape)} != values shape {tuple(values.shape)}")
     mask = mask.to(values.dtype)
-    if dim is None: return (values * mask).sum() / mask.sum().clamp(min=1)
-    return (values * mask).sum(dim) / mask.sum(dim).clamp(min=1)
+    n = mask.sum() if dim is None else mask.sum(dim)
+    out = ((values * mask).sum() if dim is None else (values * mask).sum(dim)) / n.clamp(min=1)
+    return out if empty == 0 else torch.where(n == 0, empty, out)
+
+# %% ../nbs/00_core.ipynb #4de10d79
+def masked_normalize(tensor: torch.Tensor,  # any shape
+                     mask: torch.Tensor,  # same shape, 1 where the value counts
+                     normalize_constant: float | torch.Tensor,  # the denominator (e.g. B * L_max, or a batch's token count)
+                     dim: int | None = None,  # sum along this dim; None = over everything
+                    ) -> torch.Tensor:
+    "Sum of `tensor` where `mask` is 1 (along `dim`, or over everything), divided by `normalize_constant`."
+    if tensor.shape != mask.shape: raise ValueError(f"mask shape {tuple(mask.shape)} != tensor shape {tuple(tensor.shape)}")
+    if isinstance(normalize_constant, (int, float)) and not normalize_constant > 0:
+        raise ValueError(f"normalize_constant must be > 0, got {normalize_constant}")
+    masked = tensor * mask.to(tensor.dtype)
+    return (masked.sum() if dim is None else masked.sum(dim)) / normalize_constant
 
 # %% ../nbs/00_core.ipynb #386d6aa7
 import fcntl, shutil, warnings
