@@ -8,13 +8,14 @@ from dataclasses import dataclass
 import math
 import torch
 import torch.nn.functional as F
-from .core import masked_mean
+from .core import masked_mean, masked_normalize
 from .advantages import dynamic_sampling_filter
 
 # %% auto #0
-__all__ = ['AGGREGATION_MODES', 'KL_ESTIMATORS', 'IS_MODES', 'clip_fraction', 'clipped_surrogate', 'aggregate_loss',
-           'kl_estimate', 'effective_sample_size', 'ISCorrection', 'importance_weights', 'grpo_loss', 'value_loss',
-           'dpo_loss', 'online_dpo_loss', 'token_entropy', 'masked_entropy', 'entropy_bonus', 'approx_kl',
+__all__ = ['PG_LOSS_KINDS', 'AGGREGATION_MODES', 'KL_ESTIMATORS', 'IS_MODES', 'clip_fraction', 'clipped_surrogate',
+           'naive_policy_gradient_loss', 'policy_gradient_token_loss', 'aggregate_loss', 'kl_estimate',
+           'effective_sample_size', 'ISCorrection', 'importance_weights', 'grpo_loss', 'grpo_microbatch_train_step',
+           'value_loss', 'dpo_loss', 'online_dpo_loss', 'token_entropy', 'masked_entropy', 'entropy_bonus', 'approx_kl',
            'zero_std_group_fraction']
 
 # %% ../nbs/06_losses.ipynb #72ff0fba
@@ -74,6 +75,36 @@ def clipped_surrogate(logprobs: torch.Tensor,  # (B, T) learner log pi_theta(o_t
     if dual_clip is not None: info["dual_clip_frac"] = masked_mean(((A < 0) & (ratio > dual_clip)).to(ratio.dtype), _check_mask(mask, ratio)).item()
     return loss, info
 
+# %% ../nbs/06_losses.ipynb #d5c45d63
+def naive_policy_gradient_loss(advantages_or_rewards: torch.Tensor,  # (B,), (B, 1) or (B, T): raw rewards (no baseline) or advantages
+                               policy_logprobs: torch.Tensor,  # (B, T) log pi_theta(o_t), differentiable
+                              ) -> torch.Tensor:
+    "Per-token REINFORCE loss $-A\\,\\log\\pi_\\theta(o_t)$, (B, T): $A$ the raw reward (no baseline) or an advantage (with baseline)."
+    if policy_logprobs.dim() != 2: raise ValueError(f"policy_logprobs must be (B, T), got shape {tuple(policy_logprobs.shape)}")
+    return -_as_token_adv(advantages_or_rewards, policy_logprobs) * policy_logprobs   # (B, T)
+
+# %% ../nbs/06_losses.ipynb #1e317d65
+PG_LOSS_KINDS = ("no_baseline", "reinforce_with_baseline", "grpo_clip")
+
+def policy_gradient_token_loss(policy_logprobs: torch.Tensor,  # (B, T) log pi_theta, differentiable
+                               kind: str,  # one of PG_LOSS_KINDS
+                               raw_rewards: torch.Tensor | None = None,  # (B,) or (B, 1): needed by "no_baseline"
+                               advantages: torch.Tensor | None = None,  # (B,), (B, 1) or (B, T): "reinforce_with_baseline", "grpo_clip"
+                               old_logprobs: torch.Tensor | None = None,  # (B, T) log pi_old: "grpo_clip"
+                               cliprange: float | None = None,  # epsilon of the clip: "grpo_clip"
+                               mask: torch.Tensor | None = None,  # (B, T) only for grpo_clip's clip fractions (None: every token)
+                              ) -> tuple[torch.Tensor, dict]:
+    "Per-token policy-gradient loss (B, T) by `kind`: $-R\\log\\pi$, $-A\\log\\pi$ or the clipped surrogate; and its metadata."
+    if kind not in PG_LOSS_KINDS: raise ValueError(f"unknown policy-gradient loss kind {kind!r}; choose one of {PG_LOSS_KINDS}")
+    given = dict(raw_rewards=raw_rewards, advantages=advantages, old_logprobs=old_logprobs, cliprange=cliprange)
+    need = {"no_baseline": ("raw_rewards",), "reinforce_with_baseline": ("advantages",), "grpo_clip": ("advantages", "old_logprobs", "cliprange")}[kind]
+    missing = [k for k in need if given[k] is None]
+    if missing: raise ValueError(f"kind={kind!r} needs {', '.join(missing)}")
+    if kind == "no_baseline": return naive_policy_gradient_loss(raw_rewards, policy_logprobs), {}
+    if kind == "reinforce_with_baseline": return naive_policy_gradient_loss(advantages, policy_logprobs), {}
+    loss, info = clipped_surrogate(policy_logprobs, old_logprobs, advantages, eps_low=cliprange, mask=mask, return_info=True)
+    return loss, {k: v for k, v in info.items() if k != "ratio"}
+
 # %% ../nbs/06_losses.ipynb #109587ae
 AGGREGATION_MODES = ("grpo", "bnpo", "dapo", "dr_grpo", "seq_mean_token_sum")
 
@@ -85,14 +116,13 @@ def aggregate_loss(per_token_loss: torch.Tensor,  # (B, T)
                   ) -> torch.Tensor:
     "Reduce a per-token loss to a scalar by GRPO, TRL's `bnpo` (a token mean, not the BNPO paper's Beta normalisation), DAPO, Dr. GRPO or seq-mean-token-sum aggregation."
     m = _check_mask(mask, per_token_loss)
-    lm = per_token_loss * m                                           # (B, T)
-    if mode == "grpo": return (lm.sum(-1) / m.sum(-1).clamp(min=1.0)).mean()
-    if mode == "bnpo": return lm.sum() / m.sum().clamp(min=1.0)
+    if mode == "grpo": return masked_mean(per_token_loss, m, dim=-1).mean()            # mean over rows of each row's token mean
+    if mode == "bnpo": return masked_mean(per_token_loss, m)
     if mode == "dapo":
-        n = m.sum() if num_items_in_batch is None else torch.as_tensor(num_items_in_batch, dtype=lm.dtype)
-        return lm.sum() / n.clamp(min=1.0)
-    if mode == "dr_grpo": return lm.sum() / (per_token_loss.size(0) * (max_len or per_token_loss.size(1)))
-    if mode == "seq_mean_token_sum": return lm.sum(-1).mean()
+        n = m.sum() if num_items_in_batch is None else torch.as_tensor(num_items_in_batch, dtype=per_token_loss.dtype)
+        return masked_normalize(per_token_loss, m, n.clamp(min=1.0))
+    if mode == "dr_grpo": return masked_normalize(per_token_loss, m, per_token_loss.size(0) * (max_len or per_token_loss.size(1)))
+    if mode == "seq_mean_token_sum": return (per_token_loss * m).sum(-1).mean()
     raise ValueError(f"unknown aggregation mode {mode!r}; choose one of {AGGREGATION_MODES}")
 
 # %% ../nbs/06_losses.ipynb #7e220fb6
@@ -199,6 +229,25 @@ def grpo_loss(logprobs: torch.Tensor,  # (B, T) learner log-probs, differentiabl
         metrics["kl"] = masked_mean(kl.detach(), m).item()
     loss = aggregate_loss(per_tok, m, loss_type, max_len, num_items_in_batch)
     return loss, metrics | {"loss": loss.item()}
+
+# %% ../nbs/06_losses.ipynb #25499e0c
+def grpo_microbatch_train_step(policy_logprobs: torch.Tensor,  # (b, T) log pi_theta of this micro-batch, differentiable
+                               response_mask: torch.Tensor,  # (b, T) 1 on response tokens
+                               gradient_accumulation_steps: int,  # k micro-batches per optimizer step: the loss is divided by k
+                               loss_type: str,  # the per-token loss kind, one of PG_LOSS_KINDS
+                               raw_rewards: torch.Tensor | None = None,  # (b,) or (b, 1), for "no_baseline"
+                               advantages: torch.Tensor | None = None,  # (b,), (b, 1) or (b, T), for the other kinds
+                               old_logprobs: torch.Tensor | None = None,  # (b, T), for "grpo_clip"
+                               cliprange: float | None = None,  # epsilon, for "grpo_clip"
+                              ) -> tuple[torch.Tensor, dict]:
+    "Per-token loss, masked mean per sequence, batch mean, / gradient_accumulation_steps, `.backward()`; returns (that loss, detached; metadata)."
+    if not isinstance(gradient_accumulation_steps, int) or gradient_accumulation_steps < 1:
+        raise ValueError(f"gradient_accumulation_steps must be a positive int, got {gradient_accumulation_steps!r}")
+    m = _check_mask(response_mask, policy_logprobs, "response_mask")
+    per_tok, meta = policy_gradient_token_loss(policy_logprobs, loss_type, raw_rewards, advantages, old_logprobs, cliprange, mask=m)   # (b, T)
+    loss = aggregate_loss(per_tok, m, "grpo") / gradient_accumulation_steps
+    loss.backward()
+    return loss.detach(), meta
 
 # %% ../nbs/06_losses.ipynb #7c9f1f0c
 def value_loss(values: torch.Tensor,  # (B, T) current value predictions, differentiable
