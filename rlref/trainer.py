@@ -13,7 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from fastcore.basics import patch
 from tqdm import tqdm
-from .core import seed_everything, rng_state, set_rng_state, get_device, masked_mean, JsonlLogger, read_jsonl, atomic_write
+from .core import seed_everything, rng_state, set_rng_state, get_device, masked_mean, masked_normalize, JsonlLogger, read_jsonl, atomic_write
 from .models import make_char_tokenizer, make_tiny_llama, load_policy, save_policy, sft_warm_start, add_lora, MODEL_PRESETS
 from .tasks import make_task, exact_match, TASKS
 from .rollout import Rollout, sample, completion_logprobs, batch_plan
@@ -49,7 +49,7 @@ class LossContext:
     def aggregate(self, per_token: torch.Tensor, loss_type: str, max_len: int | None = None) -> torch.Tensor:
         "This micro-batch's exact share of the minibatch aggregate of a (b, C) per-token loss."
         m = self.mb.completion_mask
-        if loss_type in ("dapo", "bnpo"): return (per_token * m).sum() / max(self.minibatch_tokens, 1)
+        if loss_type in ("dapo", "bnpo"): return masked_normalize(per_token, m, max(self.minibatch_tokens, 1))   # the minibatch's token mean
         return aggregate_loss(per_token, m, loss_type, max_len) * self.row_share
 
 @dataclass
