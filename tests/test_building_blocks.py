@@ -207,3 +207,10 @@ def test_b1_advantages_accepted_everywhere_b_is():
     assert torch.equal(naive_policy_gradient_loss(col, lp), naive_policy_gradient_loss(adv, lp))
     for kind, kw in (("no_baseline", "raw_rewards"), ("reinforce_with_baseline", "advantages")):
         assert torch.equal(policy_gradient_token_loss(lp, kind, **{kw: col})[0], policy_gradient_token_loss(lp, kind, **{kw: adv})[0])
+
+def test_entropy_methods_accept_column_advantages():
+    "(B, 1) advantages are accepted wherever (B,) is, chapter 11's covariance and Entrocraft selection included."
+    from rlref.methods.entropy import token_covariance, entrocraft_keep
+    lp, m, a = torch.randn(3, 4), torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]]), torch.tensor([1.0, -1.0, 0.5])
+    assert torch.equal(token_covariance(lp, a[:, None], m), token_covariance(lp, a, m))
+    for mode in ("pos", "neg", "all"): assert torch.equal(entrocraft_keep(a[:, None], m, mode), entrocraft_keep(a, m, mode))

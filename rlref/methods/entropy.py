@@ -43,13 +43,13 @@ def actual_entropy_change(logits: torch.Tensor,  # (..., V) logits before the st
 
 # %% ../../nbs/11_entropy.ipynb #bb8984be
 def token_covariance(logprobs: torch.Tensor,  # (B, C) log pi(y_i) of the sampled tokens
-                     advantages: torch.Tensor,  # (B,) or (B, C) advantages
+                     advantages: torch.Tensor,  # (B,), (B, 1) or (B, C) advantages
                      mask: torch.Tensor,  # (B, C) 1 on valid completion tokens
                     ) -> torch.Tensor:
     "Cui et al.'s per-token Cov_i = (log pi(y_i) - mean log pi)(A_i - mean A) over the valid tokens, (B, C); 0 on padding."
     if logprobs.shape != mask.shape: raise ValueError(f"logprobs {tuple(logprobs.shape)} and mask {tuple(mask.shape)} differ")
     m = mask.float()
-    adv = advantages[:, None].expand_as(logprobs) if advantages.dim() == 1 else advantages   # (B, C)
+    adv = advantages.reshape(-1, 1).expand_as(logprobs) if advantages.dim() == 1 or advantages.shape[1:] == (1,) else advantages   # (B, C)
     lc = logprobs - masked_mean(logprobs, m)                                  # (B, C)
     ac = adv - masked_mean(adv, m)                                            # (B, C)
     return lc * ac * m
@@ -165,13 +165,13 @@ def entrocraft_mode(entropy: float, low: float, high: float) -> str:
     "'pos' (keep positive advantages) above the band, 'neg' below it, 'all' inside."
     return "pos" if entropy > high else "neg" if entropy < low else "all"
 
-def entrocraft_keep(advantages: torch.Tensor,  # (B,) or (B, C) advantages from any estimator
+def entrocraft_keep(advantages: torch.Tensor,  # (B,), (B, 1) or (B, C) advantages from any estimator
                     mask: torch.Tensor,  # (B, C) completion mask
                     mode: str,  # 'pos', 'neg' or 'all'
                    ) -> torch.Tensor:
     "Row indices (K,) that Entrocraft keeps in `mode`: rows with positive / negative (mean) advantage, or all."
     if mode not in ("pos", "neg", "all"): raise ValueError(f"unknown mode {mode!r}; choose 'pos', 'neg' or 'all'")
-    s = advantages if advantages.dim() == 1 else masked_mean(advantages, mask.float(), dim=1)   # (B,)
+    s = advantages.reshape(-1) if advantages.dim() == 1 or advantages.shape[1:] == (1,) else masked_mean(advantages, mask.float(), dim=1)   # (B,)
     keep = torch.ones_like(s, dtype=torch.bool) if mode == "all" else (s > 0 if mode == "pos" else s < 0)
     return keep.nonzero().squeeze(1)
 
