@@ -19,7 +19,8 @@ hf_logging.disable_progress_bar()   # tiny checkpoints load in milliseconds: HF'
 # %% auto #0
 __all__ = ['SPECIAL_TOKENS', 'CHARSET', 'MODEL_PRESETS', 'CHAT_TOKENS', 'CHATML_TEMPLATE', 'QWEN2_SPLIT', 'make_char_tokenizer',
            'make_tiny_llama', 'save_policy', 'load_policy', 'add_lora', 'make_chat_tokenizer', 'make_tiny_qwen2',
-           'stop_token_ids', 'chat_prompts', 'encode_pairs', 'sft_loss', 'sft_warm_start']
+           'stop_token_ids', 'chat_prompts', 'tokenize_prompt_and_output', 'encode_pairs', 'sft_loss',
+           'sft_microbatch_train_step', 'sft_warm_start']
 
 # %% ../nbs/01_models.ipynb #9468d5db
 SPECIAL_TOKENS = ["<pad>", "<bos>", "<eos>", "<unk>"]
@@ -165,14 +166,35 @@ def chat_prompts(tokenizer, prompts: list[str],
     system = [dict(role="system", content=system_prompt)] if system_prompt is not None else []
     return [tokenizer.apply_chat_template(system + [dict(role="user", content=p)], add_generation_prompt=True, tokenize=False) for p in prompts], False
 
+# %% ../nbs/01_models.ipynb #ec8d5ce5
+def _pair_rows(prompts, outputs, tokenizer, add_eos: bool) -> tuple[list[list[int]], list[int]]:
+    "Token rows prompt + output (+ <eos>) and each row's prompt length: the prompt keeps the tokenizer's special tokens (<bos>), the output gets none."
+    if isinstance(prompts, str) or isinstance(outputs, str): raise ValueError("prompts and outputs must be lists of strings, not one string")
+    if len(prompts) != len(outputs): raise ValueError(f"got {len(prompts)} prompts but {len(outputs)} outputs")
+    if len(prompts) == 0: raise ValueError("no prompts to tokenize")
+    eos = [tokenizer.eos_token_id] if add_eos else []
+    p_ids = [tokenizer(p)["input_ids"] for p in prompts]
+    o_ids = [tokenizer(o, add_special_tokens=False)["input_ids"] + eos for o in outputs]
+    return [p + o for p, o in zip(p_ids, o_ids)], [len(p) for p in p_ids]
+
+def tokenize_prompt_and_output(prompt_strs: list[str],  # B prompts, tokenised with the tokenizer's special tokens (e.g. <bos>)
+                               output_strs: list[str],  # B outputs (responses), tokenised without special tokens
+                               tokenizer,  # an HF tokenizer with a pad token
+                               add_eos: bool = False,  # append <eos> to each output as one more target (what encode_pairs and sft_warm_start train on)
+                              ) -> dict[str, torch.Tensor]:
+    "Shifted format: `input_ids` = tokens[:-1], `labels` = tokens[1:], `response_mask` 1 where the label is an output token; each (B, L-1), right-padded with <pad>."
+    if tokenizer.pad_token_id is None: raise ValueError("the tokenizer has no pad token; set tokenizer.pad_token (e.g. to its eos token)")
+    rows, n_prompt = _pair_rows(prompt_strs, output_strs, tokenizer, add_eos)
+    L = max(map(len, rows))
+    full = torch.tensor([r + [tokenizer.pad_token_id] * (L - len(r)) for r in rows])  # (B, L)
+    out = torch.tensor([[0] * n + [1] * (len(r) - n) + [0] * (L - len(r)) for r, n in zip(rows, n_prompt)])  # (B, L) 1 on output tokens
+    return dict(input_ids=full[:, :-1].contiguous(), labels=full[:, 1:].contiguous(), response_mask=out[:, 1:].contiguous())
+
 # %% ../nbs/01_models.ipynb #99593110
 def encode_pairs(tokenizer, prompts: list[str], answers: list[str], max_len: int | None = None):
     "Right-padded `input_ids`, `attention_mask` and `loss_mask` (1 on answer tokens + eos) for teacher forcing."
-    rows, masks = [], []
-    for p, a in zip(prompts, answers):
-        p_ids = tokenizer(p)["input_ids"]
-        a_ids = tokenizer(a, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-        rows.append(p_ids + a_ids); masks.append([0] * len(p_ids) + [1] * len(a_ids))
+    rows, n_prompt = _pair_rows(prompts, answers, tokenizer, add_eos=True)  # tokenize_prompt_and_output(add_eos=True)'s rows, unshifted
+    masks = [[0] * n + [1] * (len(r) - n) for r, n in zip(rows, n_prompt)]
     longest = max(map(len, rows))
     if max_len is not None and longest > max_len:
         raise ValueError(f"a prompt+answer of {longest} tokens is longer than the model's context of {max_len} tokens")
@@ -188,6 +210,25 @@ def sft_loss(model, batch: dict) -> torch.Tensor:
     logits, targets, mask = logits[:, :-1], batch["input_ids"][:, 1:], batch["loss_mask"][:, 1:]  # predict t+1 from t
     nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), targets.reshape(-1), reduction="none")  # (B*(T-1),)
     return masked_mean(nll.view_as(targets), mask)
+
+# %% ../nbs/01_models.ipynb #7ffe7d36
+def sft_microbatch_train_step(policy_logprobs: torch.Tensor,  # (B, T) log-probs of the labels under the policy (with grad)
+                              response_mask: torch.Tensor,  # (B, T) 1 where the label is a response token
+                              gradient_accumulation_steps: int,  # G, micro-batches per optimizer step (the loss is divided by it)
+                              normalize_constant: float = 1.0,  # c, each example's summed NLL is divided by it
+                             ) -> tuple[torch.Tensor, dict]:
+    "One SFT micro-batch: loss = mean over examples of (-sum_t mask * log pi) / c, divided by G; calls `loss.backward()`. Returns (loss, metadata)."
+    if policy_logprobs.dim() != 2 or not isinstance(response_mask, torch.Tensor) or response_mask.shape != policy_logprobs.shape:
+        raise ValueError(f"policy_logprobs and response_mask must both be (B, T), got {tuple(policy_logprobs.shape)} and {tuple(getattr(response_mask, 'shape', ()))}")
+    G = gradient_accumulation_steps
+    if isinstance(G, bool) or not isinstance(G, numbers.Integral) or G < 1: raise ValueError(f"gradient_accumulation_steps must be an int >= 1, got {G!r}")
+    if isinstance(normalize_constant, bool) or not isinstance(normalize_constant, numbers.Real) or not (math.isfinite(normalize_constant) and normalize_constant > 0):
+        raise ValueError(f"normalize_constant must be a finite number > 0, got {normalize_constant!r}")
+    mask = response_mask.to(policy_logprobs.dtype)
+    nll = -(policy_logprobs * mask).sum(-1) / normalize_constant  # (B,) each example's summed NLL over c
+    loss = nll.mean() / G
+    loss.backward()
+    return loss, dict(per_example_nll=nll.detach(), response_tokens=mask.sum().detach())
 
 # %% ../nbs/01_models.ipynb #b2872c06
 def sft_warm_start(model, tokenizer, dataset,  # a datasets.Dataset (or list of dicts) with `prompt` and `answer` columns

@@ -16,7 +16,7 @@ from .models import chat_prompts, stop_token_ids
 __all__ = ['GROW_SLOTS', 'FUSED_MODEL_TYPES', 'Rollout', 'batch_plan', 'truncate_logits', 'sample_logits', 'encode_prompts',
            'SlotKVCache', 'decoder_parts', 'rope', 'attention', 'decoder_block', 'fused_cache_forward',
            'shared_prefix_block', 'shared_prefix_hidden', 'shared_prefix_logits', 'check_sampling', 'sample',
-           'token_logprobs', 'completion_hidden', 'chunked_token_logprobs', 'completion_logprobs']
+           'token_logprobs', 'completion_hidden', 'chunked_token_logprobs', 'completion_logprobs', 'response_logprobs']
 
 # %% ../nbs/03_rollout.ipynb #1ff7567c
 @dataclass
@@ -582,3 +582,20 @@ def completion_logprobs(model, rollout: Rollout,
         if stats is not None: n_outside += int((outside & real).sum())
     if stats is not None: stats["outside_support"] = n_outside
     return torch.cat(lps), (torch.cat(ents) if with_entropy else None)
+
+# %% ../nbs/03_rollout.ipynb #fd0fb4fb
+from .losses import token_entropy
+
+def response_logprobs(model,  # any Hugging Face causal LM
+                      input_ids: torch.Tensor,  # (B, T) right-padded tokens (tokenize_prompt_and_output's input_ids)
+                      labels: torch.Tensor,  # (B, T) the token that follows each position (its labels)
+                      return_token_entropy: bool = False,  # also return the entropy of each next-token distribution
+                      temperature: float = 1.0,  # the logits are divided by it (the sampler's temperature)
+                     ) -> dict[str, torch.Tensor]:
+    "`log_probs` (B, T) of each label from one forward on `input_ids`, and `token_entropy` (B, T) if asked; no Rollout, no attention mask."
+    if not (isinstance(input_ids, torch.Tensor) and input_ids.dim() == 2 and isinstance(labels, torch.Tensor) and labels.shape == input_ids.shape):
+        raise ValueError(f"input_ids and labels must both be (B, T) tensors, got {tuple(getattr(input_ids, 'shape', ()))} and {tuple(getattr(labels, 'shape', ()))}")
+    check_sampling(temperature)
+    logits = model(input_ids=input_ids).logits.float() / temperature  # (B, T, V)
+    _, lp, _ = token_logprobs(logits, labels)  # (B, T)
+    return dict(log_probs=lp, token_entropy=token_entropy(logits)) if return_token_entropy else dict(log_probs=lp)

@@ -15,9 +15,9 @@ from tqdm import tqdm
 __all__ = ['TASKS', 'DATA_FILE_BUILDERS', 'TEST_SPLITS', 'REWARD_FUNCS', 'parse_int', 'arith_canonical', 'make_arithmetic',
            'correctness_reward', 'format_reward', 'safe_eval', 'make_countdown', 'countdown_reward',
            'countdown_format_reward', 'make_recall', 'recall_reward', 'Task', 'make_task', 'canonical_form',
-           'split_leaks', 'greedy_completions', 'exact_match', 'last_boxed', 'extract_answer', 'normalize_answer',
-           'answer_reward', 'load_rows', 'task_splits', 'task_columns', 'make_dataset_task', 'reward_func', 'RewardMix',
-           'combine_rewards']
+           'split_leaks', 'greedy_completions', 'exact_match', 'last_boxed', 'extract_answer', 'parse_last_number',
+           'parse_choice_letter', 'normalize_answer', 'answer_reward', 'load_rows', 'task_splits', 'task_columns',
+           'make_dataset_task', 'reward_func', 'RewardMix', 'combine_rewards']
 
 # %% ../nbs/02_tasks.ipynb #7c77cda5
 _INT_RE = re.compile(r"^\s*(-?\d{1,30})(?!\d)")
@@ -343,6 +343,37 @@ def extract_answer(text,  # a completion (or a reference solution)
         if span: return span
     nums = _NUM_RE.findall(text) if last_number else []
     return nums[-1] if nums else None
+
+# %% ../nbs/02_tasks.ipynb #60333927
+def parse_last_number(text) -> int | float | None:
+    "The last number in `text` (sign, thousands commas and decimals allowed) as an int, or a float when it has a decimal part; None if none. Never raises."
+    nums = _NUM_RE.findall(text) if isinstance(text, str) else []
+    if not nums: return None
+    s = nums[-1].replace(",", "")
+    return float(s) if "." in s else int(s)
+
+# %% ../nbs/02_tasks.ipynb #70368692
+def parse_choice_letter(text,  # a completion
+                        choices: str = "ABCD",  # the allowed answer letters
+                       ) -> str | None:
+    "The answer letter of a multiple-choice completion: last \\boxed{}, else after the last answer marker, else one distinct '(X)', else a reply that is just a letter; None if absent or ambiguous."
+    if not isinstance(choices, str) or not choices or len(set(choices)) != len(choices) or not all(ch.isalpha() for ch in choices):
+        raise ValueError(f"choices must be a non-empty string of distinct letters, got {choices!r}")
+    if not isinstance(text, str): return None
+    cls = "[" + re.escape(choices) + "]"
+    lead = re.compile(r"\s*[(\[]?\s*(" + cls + r")\s*[)\]]?(?=$|[\s.,;:!?])")   # "(B)", "B.", "[C]" at the start of a span
+    boxed = last_boxed(text)
+    if boxed is not None:
+        m = re.fullmatch(r"[(\[]?\s*(" + cls + r")\s*[)\]]?\.?", re.sub(r"^\\text\{(.*)\}$", r"\1", boxed).strip())   # \boxed{B}, \boxed{(B)}, \boxed{\text{B}}
+        return m.group(1) if m else None
+    marks = list(_MARKER_RE.finditer(text))
+    if marks:
+        m = lead.match(text[marks[-1].end():].split("\n")[0].lstrip(": "))
+        if m: return m.group(1)
+    found = set(re.findall(r"\((" + cls + r")\)", text))
+    if found: return found.pop() if len(found) == 1 else None
+    m = re.match(r"\s*(" + cls + r")(?:$|[).:]|\s*$)", text)
+    return m.group(1) if m else None
 
 # %% ../nbs/02_tasks.ipynb #4b2aee4e
 _PLAIN_NUM_RE = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|-?\.\d+")
