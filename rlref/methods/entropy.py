@@ -81,10 +81,11 @@ def kl_cov_mask(logprobs: torch.Tensor,  # (B, C) log pi(y_i) at the start of th
                 mask: torch.Tensor,  # (B, C) valid tokens
                 ratio: float = 2e-4,  # fraction r of the valid tokens that get the KL penalty
                ) -> torch.Tensor:
-    "KL-Cov: bool (B, C), True on the int(r*N) valid tokens with the largest Cov_i (none when r*N < 1, as in verl)."
+    "KL-Cov: bool (B, C), True on the max(int(r*N), 1) valid tokens with the largest Cov_i (as verl and PRIME-RL; none when r = 0 or N = 0)."
     if not 0 <= ratio <= 1: raise ValueError(f"ratio must be in [0, 1], got {ratio}")
     cov = token_covariance(logprobs, advantages, mask).masked_fill(mask == 0, float("-inf"))   # (B, C)
-    k = int(ratio * mask.sum().item())
+    n = int(mask.sum().item())
+    k = min(max(int(ratio * n), 1), n) if ratio > 0 else 0                  # at least one token: r*N < 1 on small batches
     sel = torch.zeros_like(mask, dtype=torch.bool)                            # (B, C)
     if k: sel.view(-1)[cov.flatten().topk(k).indices] = True
     return sel
