@@ -8,7 +8,7 @@ Per seed: a tiny Llama is SFT-trained on chapter 10's recall task (6 pairs) and 
 (`sft_warm_start(stop_at=, stop_tol=)`, measured on validation prompts disjoint from the reported held-out prompts), then
 dense GRPO runs from it with rlref's Trainer. Recorded: the held-out curve from step 0, final and peak gain, McNemar z of the
 final model against its warm start on the same prompts, wall and CPU seconds. Warm starts are cached under --cache.
-Each --set is comma-separated overrides of the defaults below (warm-start keys: n_pairs, sft_lr, stop_at, stop_tol;
+Each --set is comma-separated overrides of the defaults below (warm-start keys: the WARM dict's;
 every other key is a TrainConfig field).
 """
 import argparse, ast, json, multiprocessing as mp, os, time
@@ -16,7 +16,7 @@ from pathlib import Path
 
 LOG = Path(__file__).resolve().parent / "recall_testbed_sweep.jsonl"
 N_EVAL, N_VAL = 500, 256          # reported held-out prompts (test[:500]) and SFT stopping prompts (test[500:756])
-WARM = dict(n_pairs=6, n_train=5000, sft_lr=3e-3, sft_steps=600, sft_batch=64, stop_at=0.5, stop_tol=0.03)
+WARM = dict(n_pairs=6, n_train=5000, sft_lr=3e-3, sft_steps=600, sft_batch=64, stop_at=0.5, stop_tol=0.03, preset="tiny", sft_eval_every=5)
 RL = dict(lr=3e-4, prompts_per_step=32, samples_per_prompt=8, temperature=0.7, steps=150, eval_every=20, warmup_steps=10)
 
 def parse(s):
@@ -36,15 +36,16 @@ def warm_start(seed, w, cache):
     from rlref.models import make_char_tokenizer, make_tiny_llama, sft_warm_start, save_policy
     from rlref.tasks import make_task
     from rlref.kvcache import compressed_exact_match
-    d = Path(cache) / ("recall_" + "_".join(f"{k}{v}" for k, v in sorted(w.items())) + f"_seed{seed}")
+    named = {k: v for k, v in w.items() if not (k in ("preset", "sft_eval_every") and v == WARM[k])}   # defaults keep earlier cache names
+    d = Path(cache) / ("recall_" + "_".join(f"{k}{v}" for k, v in sorted(named.items())) + f"_seed{seed}")
     if (d / "config.json").is_file(): return d, json.loads((d / "sft_history.json").read_text())
     task = make_task("recall", n_pairs=w["n_pairs"], n_train=w["n_train"], n_test=N_EVAL + N_VAL, seed=seed)
     val = task.test.select(range(N_EVAL, N_EVAL + N_VAL))
     tok = make_char_tokenizer(); seed_everything(seed)
-    model = make_tiny_llama(tok, "tiny", max_len=64, seed=seed)
+    model = make_tiny_llama(tok, w.get("preset", "tiny"), max_len=64, seed=seed)
     ev = lambda m: dict(exact_match=compressed_exact_match(m, tok, val, task.reward_fn, max_new_tokens=task.max_new_tokens))
     hist = sft_warm_start(model, tok, task.train, steps=w["sft_steps"], batch_size=w["sft_batch"], lr=w["sft_lr"], seed=seed,
-                          progress=False, log_every=w["sft_steps"], eval_fn=ev, eval_every=5, stop_at=w["stop_at"], stop_tol=w["stop_tol"])
+                          progress=False, log_every=w["sft_steps"], eval_fn=ev, eval_every=w.get("sft_eval_every", 5), stop_at=w["stop_at"], stop_tol=w["stop_tol"])
     save_policy(model.eval(), tok, d); (d / "sft_history.json").write_text(json.dumps(hist))
     return d, hist
 
