@@ -28,6 +28,8 @@ if stop: tr.add_hook("after_step", halt)
 try: tr.fit(resume=resume)
 except RunInterrupted as e: print(f"rank {tr.rank}: {e}")
 tr.accelerator.end_training()                         # a clean gloo shutdown: barrier, then destroy the process group
+sys.stdout.flush(); sys.stderr.flush()
+import os; os._exit(0)   # skip the interpreter's teardown, where a gloo thread can abort the process ("terminate called without an active exception")
 """
 
 def launch(tmp_path, out, recipe=RECIPE, stop=0, resume=False, **kw):
