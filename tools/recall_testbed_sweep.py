@@ -19,15 +19,7 @@ N_EVAL, N_VAL = 500, 256          # reported held-out prompts (test[:500]) and S
 WARM = dict(n_pairs=6, n_train=5000, sft_lr=3e-3, sft_steps=600, sft_batch=64, stop_at=0.5, stop_tol=0.03, preset="tiny", sft_eval_every=5)
 RL = dict(lr=3e-4, prompts_per_step=32, samples_per_prompt=8, temperature=0.7, steps=150, eval_every=20, warmup_steps=10)
 
-def parse(s):
-    out = {}
-    for kv in filter(None, s.split(",")):
-        k, v = kv.split("=", 1)
-        try: out[k] = ast.literal_eval(v)
-        except ValueError: out[k] = v
-    return out
-
-def key(seed, over): return json.dumps([seed, sorted(over.items())])
+from seed_sweep_common import parse_overrides as parse, run_key as key   # one --set parser for every sweep
 
 def warm_start(seed, w, cache):
     "Path of the seed's recall warm start (built and saved on first use) and its SFT history."

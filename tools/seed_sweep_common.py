@@ -1,5 +1,5 @@
 """The command line every tools/seed_sweep_<name>.py shares: run each check on each seed, one JSON line per (check, seed)."""
-import argparse, json, time
+import argparse, ast, json, time
 import torch
 
 def sweep_main(checks: dict, out: str, seeds=(0, 1, 2, 3, 4)):
@@ -14,3 +14,16 @@ def sweep_main(checks: dict, out: str, seeds=(0, 1, 2, 3, 4)):
             t0 = time.time(); rec = dict(check=c, seed=s) | checks[c](s) | dict(seconds=round(time.time() - t0, 1))
             print(json.dumps(rec), flush=True)
             with open(a.out, "a") as f: f.write(json.dumps(rec) + "\n")
+
+def parse_overrides(s: str) -> dict:
+    "One --set of a sweep: 'lr=3e-4,steps=200' -> {'lr': 0.0003, 'steps': 200} (a value that is not a Python literal stays a string)."
+    out = {}
+    for kv in filter(None, s.split(",")):
+        k, v = kv.split("=", 1)
+        try: out[k] = ast.literal_eval(v)
+        except (ValueError, SyntaxError): out[k] = v
+    return out
+
+def run_key(seed, over: dict) -> str:
+    "The key a resumable sweep uses to skip a (seed, setting) already in its log."
+    return json.dumps([seed, sorted(over.items())])

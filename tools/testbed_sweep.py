@@ -11,15 +11,7 @@ from pathlib import Path
 
 LOG = Path(__file__).resolve().parent / "testbed_sweep.jsonl"
 
-def parse(s):
-    out = {}
-    for kv in filter(None, s.split(",")):
-        k, v = kv.split("=", 1)
-        try: out[k] = ast.literal_eval(v)
-        except ValueError: out[k] = v
-    return out
-
-def key(seed, over): return json.dumps([seed, sorted(over.items())])
+from seed_sweep_common import parse_overrides as parse, run_key as key   # one --set parser for every sweep
 
 def work(job):
     import os, torch; torch.set_num_threads(int(os.environ.get("SWEEP_THREADS", "1")))
