@@ -1,8 +1,9 @@
-"Entropy-control methods in the trainer: KL-Cov's penalty only acts off-policy; Entrocraft works on any advantage estimator."
+"Entropy-control methods in the trainer: KL-Cov's penalty (a loss_terms hook) only acts off-policy; Entrocraft works on any advantage estimator; the released rule uses +-1 rewards."
 import pytest, torch
 from rlref.core import masked_mean
 from rlref.trainer import Trainer, recipe_config
-from rlref.methods.entropy import Entrocraft, KLCov, KLCovTrainer, ClipCov, EntropyMeter
+import json
+from rlref.methods.entropy import Entrocraft, EntrocraftReleased, KLCov, KLCovTrainer, ClipCov, EntropyMeter, kl_cov_term
 
 def _cfg(**kw):
     base = dict(sft_steps=0, prompts_per_step=4, samples_per_prompt=4, steps=2, eval_every=0, checkpoint_every=0,
@@ -31,9 +32,60 @@ def test_kl_cov_penalty_is_inactive_on_policy_and_active_off_policy():
     r.extras["kl_cov_weights"] = torch.ones_like(lp)
     assert not torch.allclose(_grads(tr, r), g_off)
 
-def test_kl_cov_needs_its_trainer():
-    with pytest.raises(ValueError, match="KLCovTrainer"):
-        KLCov().attach(Trainer.setup(_cfg()))
+def test_kl_cov_term_is_the_hook_on_any_trainer():
+    "KL-Cov through the loss_terms hook on a plain Trainer adds exactly sum w|logp - old| aggregated like the surrogate (dapo: / tokens)."
+    tr = Trainer.setup(_cfg()); KLCov(ratio=0.5).attach(tr)
+    assert kl_cov_term in tr.hooks["loss_terms"] and not isinstance(tr, KLCovTrainer)
+    r = tr.rollout(); r.advantages = torch.randn(len(r))
+    from rlref.rollout import completion_logprobs
+    with torch.no_grad(): lp, _ = completion_logprobs(tr.policy, r, 1.0, with_entropy=False)
+    r.extras["old_logprobs"] = lp - 0.3 * r.completion_mask                   # off-policy
+    n = int(r.completion_mask.sum())
+    base, _ = tr.loss(r, n, 1)
+    w = torch.zeros_like(lp); w[0, 0] = 2.0; w[1, 0] = 1.0                     # two marked tokens
+    r.extras["kl_cov_weights"] = w
+    with_pen, info = tr.loss(r, n, 1)
+    expect = float((w * 0.3 * r.completion_mask).sum()) / n                   # |logp - old| = 0.3 on valid tokens (same forward)
+    assert abs(float((with_pen - base).detach()) - expect) < 1e-5 and abs(info["kl_cov"] - expect) < 1e-5
+
+def test_kl_cov_is_inert_when_each_rollout_is_used_once():
+    "On-policy with one optimizer step per rollout, |logp - old| has zero gradient: the weights stay bit-identical to GRPO's."
+    a, b = Trainer.setup(_cfg(steps=2)), Trainer.setup(_cfg(steps=2))
+    k = KLCov(ratio=0.5); k.attach(b)
+    for _ in range(2): a.train_step(); b.train_step()
+    assert k.log and all(n >= 1 for n in k.log)                             # it did mark tokens
+    assert all(torch.equal(p, q) for p, q in zip(a.policy.parameters(), b.policy.parameters()))
+    c = Trainer.setup(_cfg(steps=2, minibatch_size=8)); d = Trainer.setup(_cfg(steps=2, minibatch_size=8))   # 2 minibatches: it acts
+    KLCov(ratio=0.5, coef=50.0).attach(d)
+    for _ in range(2): c.train_step(); d.train_step()
+    assert not all(torch.equal(p, q) for p, q in zip(c.policy.parameters(), d.policy.parameters()))
+
+def test_entrocraft_released_uses_pm1_rewards_of_every_sample():
+    "Released rule: NSR gives -1 to every wrong sample (all-wrong groups too), keeps every row; the keep variant drops rows."
+    tr = Trainer.setup(_cfg())                                                 # untrained: every sample is wrong, every group has zero variance
+    seen = {}
+    ec = EntrocraftReleased(low=(50.0, 50.0), high=(60.0, 60.0)); ec.attach(tr)   # always below: NSR
+    tr.add_hook("after_advantages", lambda t, r: seen.update(adv=r.advantages.clone(), correct=r.extras["correct"].clone(), n=len(r)))
+    m = tr.train_step()
+    assert m["mode"] == "neg" and seen["n"] == 16
+    assert torch.equal(seen["adv"], -(seen["correct"] < 0.5).float()) and (seen["adv"] == -1).any()
+    tr2 = Trainer.setup(_cfg()); Entrocraft(low=(50.0, 50.0), high=(60.0, 60.0)).attach(tr2)
+    rows = []; tr2.add_hook("after_advantages", lambda t, r: rows.append(len(r)))
+    tr2.train_step(); assert rows == [0]                                       # zero-variance groups: GRPO advantage 0, nothing kept
+
+def test_entrocraft_ema_smooths_and_round_trips():
+    class Fixed(Entrocraft):
+        def __init__(self, Hs, **kw): super().__init__(**kw); self.Hs = list(Hs)
+        def measure(self, trainer, r): return self.Hs.pop(0)
+    t = type("T", (), dict(step=0, cfg=type("C", (), dict(temperature=1.0, steps=10))))()
+    ec = Fixed([1.0, 0.0], low=(0.4, 0.4), high=(0.6, 0.6), ema=0.8); ec.last = {}
+    assert ec.control(t, None) == "pos" and ec.control(t, None) == "pos"      # raw 0.0 is below, the EMA 0.8 still above
+    assert abs(ec.last["entropy_ema"] - 0.8) < 1e-9
+    raw = Fixed([1.0, 0.0], low=(0.4, 0.4), high=(0.6, 0.6)); raw.last = {}
+    assert raw.control(t, None) == "pos" and raw.control(t, None) == "neg"  # unsmoothed: it switches
+    same = Entrocraft(low=(0.4, 0.4), high=(0.6, 0.6), ema=0.8); same.load_state_dict(json.loads(json.dumps(ec.state_dict())))
+    assert same.last["entropy_ema"] == ec.last["entropy_ema"]
+    with pytest.raises(ValueError, match="saved with"): Entrocraft(low=(0.4, 0.4), high=(0.6, 0.6)).load_state_dict(ec.state_dict())
 
 @pytest.mark.parametrize("algorithm", ["grpo", "rloo", "reinforce_pp"])
 def test_entrocraft_keeps_one_sign_for_any_estimator(algorithm):

@@ -12,10 +12,11 @@ from ..rollout import Rollout, sample, completion_logprobs
 from ..trainer import Trainer
 
 # %% auto #0
-__all__ = ['CLIP_COV_DEFAULTS', 'KL_COV_DEFAULTS', 'BAND_SCHEDULES', 'entropy_change_first_order', 'npg_entropy_change',
-           'actual_entropy_change', 'token_covariance', 'clip_cov_weights', 'kl_cov_mask', 'ClipCov', 'KLCov',
-           'KLCovTrainer', 'entropy_band', 'entrocraft_mode', 'entrocraft_keep', 'rollout_entropy', 'EntropyMeter',
-           'Entrocraft', 'pass_at_k', 'pass_at_k_curve', 'completion_log_softmax', 'CovarianceProbe']
+__all__ = ['CLIP_COV_DEFAULTS', 'KL_COV_DEFAULTS', 'BAND_SCHEDULES', 'MODE_CHECK', 'entropy_change_first_order',
+           'npg_entropy_change', 'actual_entropy_change', 'token_covariance', 'clip_cov_weights', 'kl_cov_mask',
+           'ClipCov', 'kl_cov_term', 'KLCov', 'KLCovTrainer', 'entropy_band', 'entrocraft_mode', 'entrocraft_keep',
+           'rollout_entropy', 'EntropyMeter', 'Entrocraft', 'paper_band', 'released_advantages', 'EntrocraftReleased',
+           'pass_at_k', 'pass_at_k_curve', 'completion_log_softmax', 'CovarianceProbe', 'mode_directions']
 
 # %% ../../nbs/11_entropy.ipynb #843a8029
 def entropy_change_first_order(logits: torch.Tensor,  # (..., V) logits (or log-probs) of the softmax policy
@@ -112,8 +113,15 @@ class ClipCov:
         self.log.append(int((w == 0).sum()))
         return r
 
+def kl_cov_term(trainer: Trainer, ctx) -> dict:
+    "`loss_terms` hook: KL-Cov's sum_i w_i |log pi(y_i) - log pi_old(y_i)| for `extras['kl_cov_weights']` w, aggregated like the policy loss."
+    w = ctx.mb.extras.get("kl_cov_weights")                                   # (b, C) or None (no KLCov hook ran)
+    if w is None: return {}
+    per_token = w * (ctx.logprobs - ctx.old_logprobs).abs()                   # (b, C), differentiable through ctx.logprobs
+    return {"kl_cov": ctx.aggregate(per_token, trainer.cfg.loss_type, trainer.max_new_tokens) / ctx.row_share}   # the loop multiplies by row_share
+
 class KLCov:
-    "`before_update` hook: marks KL-Cov's top-covariance tokens with weight `coef` in `r.extras['kl_cov_weights']` (needs `KLCovTrainer`)."
+    "`before_update` hook: marks KL-Cov's top-covariance tokens with weight `coef` in `r.extras['kl_cov_weights']`; `attach` also adds `kl_cov_term`."
     def __init__(self, ratio: float = 2e-4, coef: float = 1.0):
         _check_ratio(ratio)
         if not (math.isfinite(coef) and coef >= 0): raise ValueError(f"coef must be finite and >= 0, got {coef}")
@@ -121,7 +129,7 @@ class KLCov:
     def state_dict(self) -> dict: return dict(log=list(self.log))
     def load_state_dict(self, d: dict): self.log = [int(x) for x in d["log"]]
     def attach(self, trainer: Trainer) -> Trainer:
-        if not isinstance(trainer, KLCovTrainer): raise ValueError("KL-Cov adds a loss term: build the trainer with KLCovTrainer.setup(cfg)")
+        if kl_cov_term not in trainer.hooks["loss_terms"]: trainer.add_hook("loss_terms", kl_cov_term)   # any Trainer: the term is a hook
         return trainer.add_hook("before_update", self, needs_old_logprobs=True)
     def __call__(self, trainer: Trainer, r: Rollout) -> Rollout:
         if r.advantages is None or not len(r): return r
@@ -131,19 +139,11 @@ class KLCov:
         return r
 
 class KLCovTrainer(Trainer):
-    "Trainer whose policy-gradient loss adds sum_i w_i |log pi(y_i) - log pi_old(y_i)| for `extras['kl_cov_weights']` w."
-    def loss(self, mb: Rollout, n_tokens_in_minibatch: int, n_micro: int):
-        cfg, m, w = self.cfg, mb.completion_mask, mb.extras.get("kl_cov_weights")
-        if w is None or cfg.algorithm in ("ppo", "online_dpo"): return super().loss(mb, n_tokens_in_minibatch, n_micro)
-        if cfg.beta or cfg.entropy_coef: raise ValueError("KLCovTrainer supports beta = entropy_coef = 0 only")
-        logp, ent = completion_logprobs(self.policy, mb, cfg.temperature)          # (b, C) each
-        old = mb.extras["old_logprobs"]
-        loss, info = grpo_loss(logp, old, mb.advantages, m, loss_type=cfg.loss_type, eps_low=cfg.eps_low, eps_high=cfg.eps_high,
-                               max_len=self.max_new_tokens, num_items_in_batch=n_tokens_in_minibatch, dual_clip=cfg.dual_clip,
-                               is_weights=mb.extras.get("is_weights"))
-        loss = loss + aggregate_loss(w * (logp - old).abs(), m, cfg.loss_type, self.max_new_tokens, n_tokens_in_minibatch)
-        loss = loss if cfg.loss_type == "dapo" else loss / n_micro
-        return loss, {"entropy": masked_mean(ent.detach(), m).item()} | info | {"approx_kl": float(approx_kl(logp.detach(), old, m))}
+    "A Trainer with `kl_cov_term` already in its `loss_terms` hooks (kept for old code; `KLCov().attach` on any Trainer does the same)."
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.add_hook("loss_terms", kl_cov_term)
+
 
 # %% ../../nbs/11_entropy.ipynb #bd67147b
 BAND_SCHEDULES = ("linear", "cosine", "constant")
@@ -197,15 +197,19 @@ class Entrocraft(EntropyMeter):
     "Entropy-schedule control: above the band keep positive-advantage rows only, below keep negative only, inside keep all."
     def __init__(self, low: tuple = (0.6, 0.4), high: tuple = (0.7, 0.5), schedule: str = "linear",
                  total: int | None = None,  # schedule length T (None = trainer.cfg.steps)
-                 reject: bool = True):  # True: drop rows (rejection); False: zero their advantages (released code)
+                 reject: bool = True,  # True: drop rows (rejection); False: zero their advantages
+                 ema: float = 0.0):  # weight of the past in the smoothed entropy the mode is chosen on (0 = this step's, unsmoothed)
         for k, v in dict(low=low, high=high).items():
             if not (isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(x, (int, float)) and math.isfinite(x) and x >= 0 for x in v)):
                 raise ValueError(f"{k} must be a pair (start, end) of finite entropies >= 0, got {v!r}")
         if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < 1):
             raise ValueError(f"total must be an integer >= 1 (or None for trainer.cfg.steps), got {total!r}")
+        if not (isinstance(ema, (int, float)) and 0 <= ema < 1): raise ValueError(f"ema must be in [0, 1), got {ema!r}")
         entropy_band(0, 1, low, high, schedule)                                # validate now: band ordered, schedule known
-        self.low, self.high, self.schedule, self.total, self.reject = tuple(low), tuple(high), schedule, total, reject
-    def _settings(self) -> dict: return dict(low=list(self.low), high=list(self.high), schedule=self.schedule, total=self.total, reject=self.reject)
+        self.low, self.high, self.schedule, self.total, self.reject, self.ema = tuple(low), tuple(high), schedule, total, reject, float(ema)
+    def _settings(self) -> dict:
+        d = dict(low=list(self.low), high=list(self.high), schedule=self.schedule, total=self.total, reject=self.reject)
+        return d | (dict(ema=self.ema) if self.ema else {})                   # states saved before `ema` existed still load
     def state_dict(self) -> dict:
         "The band settings (checked on load) and the last step's measurements; the band itself is a function of trainer.step."
         return dict(settings=self._settings(), last=dict(getattr(self, "last", {})))
@@ -213,17 +217,54 @@ class Entrocraft(EntropyMeter):
         if d["settings"] != self._settings():
             raise ValueError(f"Entrocraft state was saved with {d['settings']}, this controller has {self._settings()}")
         self.last = dict(d["last"])
-    def filter(self, trainer: Trainer, r: Rollout):
+    def control(self, trainer: Trainer, r: Rollout) -> str:
+        "Measure H_t, smooth it (EMA over steps when `ema` > 0), read the band at trainer.step; sets self.last, returns the mode."
         H = self.measure(trainer, r)
+        prev = getattr(self, "last", {}).get("entropy_ema")
+        Hs = H if not self.ema or prev is None else self.ema * prev + (1 - self.ema) * H
         L, U = entropy_band(trainer.step, self.total or trainer.cfg.steps, self.low, self.high, self.schedule)
-        mode = entrocraft_mode(H, L, U)
+        mode = entrocraft_mode(Hs, L, U)
+        self.last = dict(rollout_entropy=H, band_low=L, band_high=U, mode=mode) | (dict(entropy_ema=Hs) if self.ema else {})
+        return mode
+    def filter(self, trainer: Trainer, r: Rollout):
+        mode = self.control(trainer, r)
         keep = entrocraft_keep(r.advantages, r.completion_mask, mode)
-        self.last = dict(rollout_entropy=H, band_low=L, band_high=U, mode=mode, kept_frac=len(keep) / len(r))
+        self.last["kept_frac"] = len(keep) / len(r)
         if mode == "all": return r
         if self.reject: return r.select(keep)
         drop = torch.ones(len(r), dtype=torch.bool, device=r.advantages.device); drop[keep] = False
         r.advantages = r.advantages.masked_fill(drop if r.advantages.dim() == 1 else drop[:, None], 0.0)
         return r
+
+# %% ../../nbs/11_entropy.ipynb #e1c0a002
+def paper_band(H0: float,  # the warm start's token-mean entropy at the sampling temperature
+               high: tuple = (0.85, 0.6),  # (U0, U1) as fractions of H0
+               low: tuple = (0.7, 0.45),  # (L0, L1) as fractions of H0
+              ) -> dict:
+    "Entrocraft's band placed below the start, as in the paper and the method card: low/high pairs for `Entrocraft(**paper_band(H0))`."
+    if not (math.isfinite(H0) and H0 > 0): raise ValueError(f"H0 must be a finite entropy > 0, got {H0!r}")
+    return dict(low=(low[0] * H0, low[1] * H0), high=(high[0] * H0, high[1] * H0))
+
+def released_advantages(correct: torch.Tensor,  # (B,) 1 where the sample is correct (any truthy reward of the verifier)
+                        mode: str,  # 'pos' (RAFT++), 'neg' (NSR)
+                       ) -> torch.Tensor:
+    "The released Entrocraft's out-of-band advantages (B,): r = +1/-1 per sample, clamped at 0 from below ('pos') or above ('neg')."
+    if mode not in ("pos", "neg"): raise ValueError(f"released_advantages takes mode 'pos' or 'neg', got {mode!r}")
+    r = 2.0 * (correct.float() > 0.5).float() - 1.0                          # (B,) +-1 rewards
+    return r.clamp(min=0.0) if mode == "pos" else r.clamp(max=0.0)
+
+class EntrocraftReleased(Entrocraft):
+    "Entrocraft as released: out of the band every sample gets its raw +-1 reward clamped at 0 (no group normalisation, no rejection)."
+    def __init__(self, low: tuple = (0.6, 0.4), high: tuple = (0.7, 0.5), schedule: str = "linear", total: int | None = None, ema: float = 0.0):
+        super().__init__(low, high, schedule, total, reject=False, ema=ema)
+    def filter(self, trainer: Trainer, r: Rollout):
+        mode = self.control(trainer, r)
+        if mode == "all": self.last["kept_frac"] = 1.0; return r
+        a = released_advantages(r.extras["correct"], mode).to(r.advantages.device)   # (B,)
+        r.advantages = a if r.advantages.dim() == 1 else a[:, None].expand_as(r.advantages).clone()
+        self.last["kept_frac"] = float((a != 0).float().mean())
+        return r
+
 
 # %% ../../nbs/11_entropy.ipynb #bae47362
 def pass_at_k(n: int,  # samples drawn
@@ -286,3 +327,27 @@ class CovarianceProbe:
                    cov_logp_adv=masked_mean(token_covariance(lp_y, r.advantages, m), m).item())
         self.log.append(row); self.r = self.lp0 = None
         return metrics | row
+
+# %% ../../nbs/11_entropy.ipynb #e1c0b109
+MODE_CHECK = dict(prompts_per_step=32, samples_per_prompt=8, lr=5e-4, warmup_steps=0, steps=16, eval_every=0, checkpoint_every=0, progress=False)
+
+def mode_directions(seed: int = 0,  # the testbed seed (its warm start arith2-s{seed})
+                    warm: int = 6,  # the mean entropy of the steps after `warm` is compared
+                    **overrides,  # TrainConfig fields over MODE_CHECK
+                   ) -> dict:
+    "Rollout entropy per step of GRPO, RAFT++-only and NSR-only (EntrocraftReleased with a band far below / above) from a testbed warm start."
+    from rlref.trainer import recipe_config
+    base = MODE_CHECK | overrides
+    tr0 = Trainer.setup(recipe_config("testbed", seed=seed, **base))
+    H0 = sum(rollout_entropy(tr0.policy, tr0.rollout(), tr0.cfg.temperature) for _ in range(2)) / 2
+    bands = dict(raft=dict(low=(0.0, 0.0), high=(0.05 * H0, 0.05 * H0)), nsr=dict(low=(5 * H0, 5 * H0), high=(6 * H0, 6 * H0)))
+    out = dict(seed=seed, H0=H0)
+    for arm in ("grpo", "raft", "nsr"):
+        tr = Trainer.setup(recipe_config("testbed", seed=seed, **base))
+        (EntropyMeter() if arm == "grpo" else EntrocraftReleased(**bands[arm])).attach(tr)
+        hist = [tr.train_step() for _ in range(base["steps"])]
+        out[arm] = [m["rollout_entropy"] for m in hist]
+        if arm != "grpo": out[arm + "_modes"] = "".join(m["mode"][0] for m in hist)
+    out["late"] = {arm: sum(out[arm][warm:]) / len(out[arm][warm:]) for arm in ("grpo", "raft", "nsr")}
+    out["margin"] = out["late"]["nsr"] - out["late"]["raft"]                  # > 0: NSR ends above RAFT++, the paper's direction
+    return out
