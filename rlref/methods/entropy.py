@@ -194,7 +194,7 @@ class EntropyMeter:
     def record(self, trainer: Trainer, metrics: dict) -> dict: return metrics | self.last
 
 class Entrocraft(EntropyMeter):
-    "Entropy-schedule control: above the band keep positive-advantage rows only, below keep negative only, inside keep all."
+    "Entropy-schedule control (this chapter's variant): above the band keep positive-advantage rows only, below negative only, inside all (released rule: EntrocraftReleased)."
     def __init__(self, low: tuple = (0.6, 0.4), high: tuple = (0.7, 0.5), schedule: str = "linear",
                  total: int | None = None,  # schedule length T (None = trainer.cfg.steps)
                  reject: bool = True,  # True: drop rows (rejection); False: zero their advantages
