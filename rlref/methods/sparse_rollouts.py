@@ -85,14 +85,18 @@ def shadow_distill_kl(dense_logp: torch.Tensor,  # (B, C, V) dense log-probs, di
     return masked_mean(kl, mask.to(kl.dtype))
 
 # %% ../../nbs/10_kv_compression_rl.ipynb #9a8e1562
-ARMS = ("dense", "naive", "tis", "mis", "sparse_rl", "shadow")
+ARMS = ("dense", "naive", "naive_sp", "tis", "mis", "mis_upper", "sparse_rl", "shadow")
 
 def arm_config(arm: str,  # one of ARMS
-               is_clip: float = 2.0,  # C of TIS / MIS
+               is_clip: float = 2.0,  # C of TIS / MIS: the upper end of MIS's band
+               is_clip_min: float = 0.5,  # the lower end of MIS's two-sided band [is_clip_min, is_clip]
               ) -> dict:
     "The TrainConfig overrides an arm needs (TIS and MIS live in the trainer's config)."
     if arm not in ARMS: raise ValueError(f"unknown arm {arm!r}; choose one of {ARMS}")
-    return dict(tis=dict(is_correction="tis", is_clip=is_clip), mis=dict(is_correction="token_mis", is_clip=is_clip)).get(arm, {})
+    return dict(tis=dict(is_correction="tis", is_clip=is_clip),
+                mis=dict(is_correction="token_mis", is_clip=is_clip, is_clip_min=is_clip_min),
+                mis_upper=dict(is_correction="token_mis", is_clip=is_clip, is_clip_min=None)).get(arm, {})
+
 
 # %% ../../nbs/10_kv_compression_rl.ipynb #e2b94356
 class SparseRolloutArm:
@@ -107,13 +111,18 @@ class SparseRolloutArm:
         for k, v in (arm_config(self.arm) or dict(is_correction="none")).items():
             if getattr(trainer.cfg, k) != v: raise ValueError(f"arm {self.arm!r} needs config {k}={v!r}, got {getattr(trainer.cfg, k)!r}; add arm_config(arm) to the config")
         trainer.kv_policy = self.kv_policy
+        if self.arm == "shadow" and self.lam:   # keep the learner's own (shadow-masked) logits: Track 2's target needs no extra forward
+            self._logits = None
+            trainer.policy.get_output_embeddings().register_forward_hook(self.keep_logits)
         return trainer.add_hook("before_update", self.before_update, needs_old_logprobs=True).add_hook("loss_terms", self.loss_terms).add_hook("after_step", self.after_step)
+
+    def keep_logits(self, module, inputs, logits): self._logits = logits   # (b, T, V) the output head's latest result
 
     def before_update(self, trainer, r: Rollout) -> Rollout:
         m, st = r.completion_mask, r.extras["stats"]
         s = mismatch_stats(r.extras["old_logprobs"] - r.sampler_logprobs, m)  # xi of this rollout
         self.stats = dict(xi_kl=s["kl_k3"], xi_ess=s["ess"], kv_ratio=st["kv_bytes"] / st["dense_kv_bytes"], first_log_ratio_max=None)
-        if self.arm in ("naive", "shadow"): r.extras["old_logprobs"] = r.sampler_logprobs  # behaviour log-probs as pi_old
+        if self.arm in ("naive_sp", "shadow"): r.extras["old_logprobs"] = r.sampler_logprobs  # behaviour log-probs as pi_old
         if self.arm == "shadow": r.extras["attention_mask_4d"] = shadow_attention_mask(r)  # (B, 1, T, T) the learner replays eviction
         if self.arm == "sparse_rl":
             c = sparse_rl_correction(r.extras["old_logprobs"], r.sampler_logprobs, m, self.veto, self.clip, self.band)
@@ -128,8 +137,11 @@ class SparseRolloutArm:
             lr = (logp.detach() - mb.extras["old_logprobs"])[mb.completion_mask.bool()]
             self.stats["first_log_ratio_max"] = lr.abs().max().item() if lr.numel() else 0.0
         if self.arm != "shadow" or not self.lam: return {}
-        T = trainer.cfg.temperature
-        with torch.no_grad(): shadow = completion_log_softmax(trainer.policy, mb, T, mb.extras["attention_mask_4d"])  # (b, C, V)
+        T, P, logits, self._logits = trainer.cfg.temperature, mb.prompt_ids.shape[1], self._logits, None
+        if logits is not None and logits.requires_grad and logits.shape[:2] == mb.input_ids.shape:   # the learner's shadow forward of this micro-batch
+            shadow = torch.log_softmax(logits[:, P - 1:-1].detach().float() / T, -1)  # (b, C, V) sg(pi_shadow), reused
+        else:   # the head ran in chunks or not at all (fused / chunked log-probs): one more shadow forward
+            with torch.no_grad(): shadow = completion_log_softmax(trainer.policy, mb, T, mb.extras["attention_mask_4d"])  # (b, C, V)
         dense = completion_log_softmax(trainer.policy, mb, T)  # (b, C, V)
         return {"distill_loss": self.lam * shadow_distill_kl(dense, shadow, mb.completion_mask)}
 
