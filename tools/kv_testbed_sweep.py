@@ -15,6 +15,7 @@ from pathlib import Path
 
 LOG = Path(__file__).resolve().parent / "kv_testbed_sweep.jsonl"
 POLICY, POLICY_KW = "snapkv", dict(window=2)     # SnapKV with a 2-token observation window (the testbed's prompts are 7 tokens)
+EVAL_BUDGETS = (7, 6)                             # compressed evaluation budgets (tokens)
 RL = dict(lr=2e-4, steps=100, eval_every=20, warmup_steps=10)
 STEP_KEYS = ("reward_mean", "xi_kl", "xi_ess", "kv_ratio", "rejected_frac", "clip_frac", "first_log_ratio_max", "distill_loss", "entropy")
 
@@ -28,11 +29,11 @@ def run(arm: str, budget, seed: int) -> dict:
     tr = Trainer.setup(cfg)
     SparseRolloutArm(arm, None if arm == "dense" else make_kv_policy(POLICY, budget, **POLICY_KW)).attach(tr)
     test = tr.task.test.select(range(cfg.eval_limit))
-    def both():
+    def both():   # dense hits, and hits with the compressed cache at every budget of the sweep (the dense arm is scored at each)
         dense = tr.evaluate(per_prompt=True).int().tolist()
-        comp = compressed_exact_match(tr.policy, tr.tok, test, tr.task.reward_fn, make_kv_policy(POLICY, budget, **POLICY_KW),
-                                      max_new_tokens=tr.max_new_tokens, per_prompt=True)
-        return dense, [int(h) for h in comp]
+        comp = {str(b): [int(h) for h in compressed_exact_match(tr.policy, tr.tok, test, tr.task.reward_fn, make_kv_policy(POLICY, b, **POLICY_KW),
+                                                                max_new_tokens=tr.max_new_tokens, per_prompt=True)] for b in EVAL_BUDGETS}
+        return dense, comp
     warm_dense, warm_comp = both()
     c0 = time.process_time(); tr.fit(); cpu = time.process_time() - c0
     dense, comp = both()
@@ -40,7 +41,8 @@ def run(arm: str, budget, seed: int) -> dict:
     curve = [(0, sum(warm_dense) / n)] + [(h["step"], h["eval_accuracy"]) for h in tr.history if h.get("eval_accuracy") is not None]
     steps = {k: [h.get(k) for h in tr.history] for k in STEP_KEYS}
     return dict(arm=arm, budget=budget, seed=seed, policy=POLICY, policy_kw=POLICY_KW, rl=RL, n=n, curve=curve,
-                warm=sum(warm_dense) / n, warm_compressed=sum(warm_comp) / n, final=sum(dense) / n, final_compressed=sum(comp) / n,
+                warm=sum(warm_dense) / n, warm_compressed={b: sum(h) / n for b, h in warm_comp.items()}, final=sum(dense) / n,
+                final_compressed={b: sum(h) / n for b, h in comp.items()},
                 final_ci=wilson_interval(sum(dense), n), hits=dense, hits_compressed=comp, warm_hits=warm_dense, warm_hits_compressed=warm_comp,
                 steps=steps, cpu_seconds=round(cpu, 1))
 
@@ -55,7 +57,7 @@ def done() -> set:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--arms", nargs="+", default=["dense", "naive", "naive_sp", "tis", "mis", "mis_upper", "sparse_rl", "shadow"])
-    ap.add_argument("--budgets", type=int, nargs="+", default=[7, 6])
+    ap.add_argument("--budgets", type=int, nargs="+", default=list(EVAL_BUDGETS))
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     a = ap.parse_args()
     have = done()
@@ -66,5 +68,5 @@ if __name__ == "__main__":
                 if (arm, b, seed) in have: continue
                 t0 = time.time(); rec = run(arm, b, seed); have.add((arm, b, seed))
                 with open(LOG, "a") as f: f.write(json.dumps(rec) + "\n")
-                print(arm, b, seed, round(rec["warm"], 3), "->", round(rec["final"], 3), "compressed", round(rec["warm_compressed"], 3), "->",
-                      round(rec["final_compressed"], 3), f"{time.time() - t0:.0f}s", flush=True)
+                print(arm, b, seed, round(rec["warm"], 3), "->", round(rec["final"], 3), "compressed", rec["warm_compressed"], "->",
+                      rec["final_compressed"], f"{time.time() - t0:.0f}s", flush=True)

@@ -9,7 +9,7 @@ seed take each seed 0-4 (a different trained model per seed, as a different mach
   kl6 - 1e-3, ess_full - ess6 over policies, and the largest full-budget values.
 - mis (cell 16): on SnapKV's 6-token rollouts, the fraction of tokens with xi < 0.5 exceeds the fraction with xi > 2, and the
   two-sided MIS masks more tokens than the one-sided one. Margins: below - above, masked(mis) - masked(mis_upper).
-- first_step (cell 30): one step of dense, naive, naive_sp and shadow (snapkv, 6 tokens, 8 prompts x 8 samples); dense, naive,
+- first_step (cell 30): one step of dense, naive, naive_sp and shadow (snapkv, 7 tokens, 16 prompts x 8 samples); dense, naive,
   shadow: first_log_ratio_max < 1e-5; shadow clip_frac == 0; naive_sp: first_log_ratio_max > 1e-2 and clip_frac > 0.
 
     PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/seed_sweep_10_kv_rl.py --seeds 0 1 2 3 4
@@ -51,11 +51,11 @@ def mismatch(seed, warm, tok, task):
             dict(check="mis", below=below, above=above, masked=masked, margin_mass=below - above, margin_masked=masked["mis"] - masked["mis_upper"])]
 
 def first_step(seed, warm, tok, task):
-    RL = dict(steps=1, prompts_per_step=8, samples_per_prompt=8, temperature=TEMP, lr=2e-4, warmup_steps=0)
+    RL = dict(steps=1, prompts_per_step=16, samples_per_prompt=8, temperature=TEMP, lr=2e-4, warmup_steps=0)
     out = {}
     for arm in ("dense", "naive", "naive_sp", "shadow"):
         cfg = recipe_config("testbed", seed=seed, eval_every=0, checkpoint_every=0, progress=False, **(RL | arm_config(arm)))
-        tr = Trainer.setup(cfg); SparseRolloutArm(arm, None if arm == "dense" else make_kv_policy("snapkv", 6, window=2)).attach(tr)
+        tr = Trainer.setup(cfg); SparseRolloutArm(arm, None if arm == "dense" else make_kv_policy("snapkv", 7, window=2)).attach(tr)
         m = tr.train_step()
         out[arm] = {k: m.get(k) for k in ("first_log_ratio_max", "clip_frac", "xi_kl", "kv_ratio")}
     return [dict(check="first_step", arms=out, margin_naive_sp_ratio=out["naive_sp"]["first_log_ratio_max"] - 1e-2, naive_sp_clip=out["naive_sp"]["clip_frac"],
