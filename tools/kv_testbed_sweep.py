@@ -5,7 +5,7 @@ Resumable: appends one JSON line per finished (arm, budget, seed) to tools/kv_te
     OMP_NUM_THREADS=1 nice python tools/kv_testbed_sweep.py --arms dense naive tis --budgets 7 --seeds 0 1 2
 
 Per run: `recipe_config("testbed", seed=s)` with RL below (GRPO, 64 prompts x 8 samples, temperature 0.7), the chapter's
-`SparseRolloutArm(arm, make_kv_policy(POLICY, budget, **POLICY_KW))` attached, and the dense held-out curve every 20 steps on
+`SparseRolloutArm(arm, make_kv_policy(POLICY, budget, **POLICY_KW))` attached (arm `shadow_lam0`: the shadow arm with λ = 0), and the dense held-out curve every 20 steps on
 the testbed's 500 held-out prompts. Recorded: the curve, per-prompt hits (dense and compressed greedy evaluation) of the warm
 start and of the final model (for McNemar between arms on the same prompts), the per-step training reward, xi's KL/ESS,
 rejected fraction, clip fraction, first-minibatch |log ratio|, measured KV ratio, and CPU seconds.
@@ -25,9 +25,10 @@ def run(arm: str, budget, seed: int) -> dict:
     from rlref.trainer import recipe_config, Trainer
     from rlref.kvcache import make_kv_policy, compressed_exact_match
     from rlref.methods.sparse_rollouts import SparseRolloutArm, arm_config
-    cfg = recipe_config("testbed", seed=seed, progress=False, checkpoint_every=0, **(RL | arm_config(arm)))
+    base, lam = (arm, 0.1) if arm != "shadow_lam0" else ("shadow", 0.0)   # shadow_lam0: SMD's Track 1 alone (no distillation term)
+    cfg = recipe_config("testbed", seed=seed, progress=False, checkpoint_every=0, **(RL | arm_config(base)))
     tr = Trainer.setup(cfg)
-    SparseRolloutArm(arm, None if arm == "dense" else make_kv_policy(POLICY, budget, **POLICY_KW)).attach(tr)
+    SparseRolloutArm(base, None if arm == "dense" else make_kv_policy(POLICY, budget, **POLICY_KW), lam=lam).attach(tr)
     test = tr.task.test.select(range(cfg.eval_limit))
     def both():   # dense hits, and hits with the compressed cache at every budget of the sweep (the dense arm is scored at each)
         dense = tr.evaluate(per_prompt=True).int().tolist()
