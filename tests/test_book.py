@@ -1,7 +1,7 @@
 """The book (tools/book.py, `make book`): directives stripped, chapters grouped in parts, and a real Sphinx build of the
 landing page and two chapters from nbs/ that shows their stored figures and math and reports no broken page; a page
 with a missing image makes the build report it. Offline, nothing executed."""
-import json, re, sys
+import json, os, re, subprocess, sys
 from pathlib import Path
 import pytest
 
@@ -16,9 +16,9 @@ def _nb(*cells):
 
 def test_strip_directives():
     nb = _nb(("markdown", "# T\n#| not a directive in markdown"), ("code", "#| default_exp core"), ("code", "#| export\ndef f(x): return x"),
-             ("code", "#| hide\nimport nbdev; nbdev.nbdev_export()"), ("code", "#| slow\nf(1)  # #| in a comment stays"))
+             ("code", "#| hide\nimport nbdev; nbdev.nbdev_export()"), ("code", "#| slow\n\nf(1)  # #| in a comment stays\n#| a later line is code, not a directive"))
     out = book.strip_directives(nb)
-    assert [c["source"] for c in out["cells"]] == ["# T\n#| not a directive in markdown", "def f(x): return x", "f(1)  # #| in a comment stays"]
+    assert [c["source"] for c in out["cells"]] == ["# T\n#| not a directive in markdown", "def f(x): return x", "f(1)  # #| in a comment stays\n#| a later line is code, not a directive"]
     assert nb["cells"][2]["source"].startswith("#| export")          # the input is not modified
 
 def test_parts_follow_file_names():
@@ -57,3 +57,12 @@ def test_broken_page_is_reported(tmp_path):
     (nbs / "01_x.ipynb").write_text(json.dumps(_nb(("markdown", "# X\n![a figure](missing.png)"), ("code", "#| export\nx = 1"))))
     broken = book.build(tmp_path / "b", nbs=nbs, times=tmp_path / "none.jsonl")
     assert len(broken) == 1 and "missing.png" in broken[0], broken
+
+def test_nbdev_docs_processing_runs(tmp_path):
+    "nbdev_docs / nbdev_proc_nbs execute every cell that holds an import: cells of 02 and 07a that mixed imports with code needing earlier cells raised NameErrors there (issue #28)."
+    script = ("import os, sys; from pathlib import Path; from nbdev.serve_drv import main; from nbdev.processors import FilterDefaults\n"
+              "for n in sys.argv[1:]: main((Path('nbs') / n, Path(os.environ['OUT']) / n, FilterDefaults))")
+    r = subprocess.run([sys.executable, "-c", script, "02_tasks.ipynb", "07a_trl_side_by_side.ipynb"], cwd=ROOT, capture_output=True, text=True,
+                       env={**os.environ, "OUT": str(tmp_path), "OMP_NUM_THREADS": "1"}, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (tmp_path / "02_tasks.ipynb").exists() and (tmp_path / "07a_trl_side_by_side.ipynb").exists()

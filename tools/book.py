@@ -59,15 +59,15 @@ def chapters(nbs: Path, only=None) -> dict:
 DIRECTIVE = re.compile(r"^\s*#\|")
 
 def strip_directives(nb: dict) -> dict:
-    "A copy of notebook `nb` without nbdev's directives: `#| hide` cells dropped, other `#|` lines deleted, empty cells dropped."
+    "A copy of notebook `nb` without nbdev's directives: `#| hide` cells dropped, other leading `#|` lines deleted, empty cells dropped."
     nb = copy.deepcopy(nb); cells = []
     for c in nb["cells"]:
         lines = "".join(c["source"]).split("\n")
         if c["cell_type"] == "code":
-            dirs = [l for l in lines if DIRECTIVE.match(l)]
-            if any(re.match(r"^\s*#\|\s*hide\s*$", l) for l in dirs): continue
-            lines = [l for l in lines if not DIRECTIVE.match(l)]
-            while lines and not lines[0].strip(): lines.pop(0)
+            k = 0                                   # nbdev's directives: the cell's leading `#|` lines (blank lines between)
+            while k < len(lines) and (DIRECTIVE.match(lines[k]) or not lines[k].strip()): k += 1
+            if any(re.match(r"^\s*#\|\s*hide\s*$", l) for l in lines[:k]): continue
+            lines = lines[k:]
             if not "\n".join(lines).strip() and not c.get("outputs"): continue
         c["source"] = "\n".join(lines)
         cells.append(c)
@@ -92,8 +92,9 @@ def _fmt_s(s: float) -> str:
 def run_time_text(stem: str, rows: dict) -> str:
     r = rows.get(stem)
     if r is None: return "run time at reader size: not measured yet (`python tools/book.py --measure " + stem + "` records it)"
+    busy = f", load {r['load_at_start']} at start" if r.get("load_at_start") else ""
     return (f"run time at reader size: {_fmt_s(r['wall_s'])} wall, {_fmt_s(r['cpu_s'])} CPU "
-            f"({r['machine']}, {r['threads']}, measured {r['date']})")
+            f"({r['machine']}, {r['threads']}{busy}, measured {r['date']})")
 
 def header_cell(stem: str, cfg, rows: dict) -> dict:
     repo = cfg["git_url"].rstrip("/"); gh = repo.split("github.com/", 1)[-1]; branch = cfg.get("branch", "main")
@@ -186,13 +187,14 @@ def measure(stem: str, nbs: Path = ROOT / "nbs", timeout: int = -1, write: bool 
                                       "print(_s.ru_utime + _s.ru_stime + _c.ru_utime + _c.ru_stime)")
     nb.cells.append(probe)
     env_threads = os.environ.get("OMP_NUM_THREADS")
+    load = os.getloadavg()[0]
     t0 = time.time()
     NotebookClient(nb, timeout=None if timeout < 0 else timeout, kernel_name="python3", resources={"metadata": {"path": str(nbs)}}).execute()
     wall = time.time() - t0
     cpu = float(nb.cells.pop()["outputs"][0]["text"].strip())
     row = dict(notebook=stem, wall_s=round(wall, 1), cpu_s=round(cpu, 1),
                threads=f"OMP_NUM_THREADS={env_threads}" if env_threads else "default threads",
-               machine=f"{os.cpu_count()}-core {platform.machine()} CPU", date=datetime.date.today().isoformat(),
+               machine=f"{os.cpu_count()}-core {platform.machine()} CPU", load_at_start=round(load, 1), date=datetime.date.today().isoformat(),
                how="tools/book.py --measure: nbclient, fresh python3 kernel, cwd nbs/, IN_TEST unset (reader size); cpu_s = the kernel's user+sys")
     with open(times, "a") as f: f.write(json.dumps(row) + "\n")
     if write: nbformat.write(nb, path)
@@ -210,6 +212,9 @@ def main(argv=None):
         return
     t = time.time()
     broken = build(Path(a.out), only=a.only, quiet=True)
+    warn_file = Path(a.out) / "warnings.txt"
+    others = [w for w in (warn_file.read_text().splitlines() if warn_file.exists() else []) if w.strip() and w not in broken]
+    if others: print("book: Sphinx warnings (not broken pages):\n  " + "\n  ".join(others))
     print(f"book: {Path(a.out) / 'html' / 'index.html'} ({time.time() - t:.0f} s)")
     if broken:
         sys.exit("book: broken pages:\n  " + "\n  ".join(broken))
