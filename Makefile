@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install sync-check nbtest pytest clean
+.PHONY: demo test install sync-check nbtest pytest book clean
 
 $(STAMP): setup.py settings.ini constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	PIP_CONSTRAINT=constraints.txt $(BIN)/python -m pip install -q -c constraints.txt -e ".[dev]"
+	PIP_CONSTRAINT=constraints.txt $(BIN)/python -m pip install -q -c constraints.txt -e ".[dev,docs]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
@@ -35,5 +35,9 @@ pytest: $(STAMP)
 
 test: sync-check nbtest pytest
 
+# The book: HTML from nbs/ and the committed outputs (nothing is executed), offline; open _build/book/html/index.html.
+book: $(STAMP)
+	$(BIN)/python tools/book.py --out _build/book
+
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) runs _build

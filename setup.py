@@ -11,6 +11,7 @@ for o in 'version description keywords author author_email'.split():
 
 requirements = cfg.get('requirements', '').split()
 dev_requirements = cfg.get('dev_requirements', '').split()
+docs_requirements = cfg.get('docs_requirements', '').split()
 console_scripts = cfg.get('console_scripts', '').split()
 
 setuptools.setup(
@@ -22,7 +23,7 @@ setuptools.setup(
     include_package_data=True,
     package_data={'rlref': ['warm_starts/*/*']},   # the shipped testbed warm starts (rlref.testbed)
     install_requires=requirements,
-    extras_require={'dev': dev_requirements},
+    extras_require={'dev': dev_requirements, 'docs': docs_requirements},
     python_requires='>=' + cfg['min_python'],
     long_description=open('README.md', encoding='utf-8').read(),
     long_description_content_type='text/markdown',
