@@ -15,10 +15,10 @@ from ..losses import effective_sample_size
 from ..tasks import TASKS
 
 # %% auto #0
-__all__ = ['PRIORITY_KINDS', 'REPLAY_MODES', 'MOVES', 'SumTree', 'base_priority', 'age_decay', 'is_weights', 'beta_schedule',
-           'ReplayBuffer', 'rollout_rows', 'collate_rows', 'ReplayConfig', 'whiten', 'Replay', 'render_grid',
-           'parse_grid', 'walk', 'shortest_path', 'make_gridworld', 'grid_reward', 'moves_format_reward',
-           'sequence_ess', 'fit_log_ess']
+__all__ = ['PRIORITY_KINDS', 'REPLAY_MODES', 'REPLAY_ADVANTAGES', 'MOVES', 'SumTree', 'base_priority', 'age_decay', 'is_weights',
+           'beta_schedule', 'ReplayBuffer', 'rollout_rows', 'collate_rows', 'ReplayConfig', 'whiten', 'Replay',
+           'render_grid', 'parse_grid', 'walk', 'shortest_path', 'make_gridworld', 'grid_reward', 'moves_format_reward',
+           'register_grid_task', 'sequence_ess', 'fit_log_ess']
 
 # %% ../../nbs/13_replay.ipynb #d78fe790
 def _check_priorities(values) -> np.ndarray:
@@ -105,11 +105,10 @@ def age_decay(age,  # ages in training steps (array-like, >= 0)
 
 # %% ../../nbs/13_replay.ipynb #0b76a49a
 def is_weights(probs: np.ndarray,  # (n,) sampling probabilities P(i) of the drawn items
-               n_items: int,  # N, items in the buffer
                beta: float,  # IS exponent in [0, 1]; 1 = full correction
                min_prob: float,  # the smallest P(j) in the buffer (gives the largest weight, normalised to 1)
               ) -> np.ndarray:
-    "PER importance weights (N P(i))^-beta / max_j (N P(j))^-beta, in (0, 1]."
+    "PER importance weights (N P(i))^-beta / max_j (N P(j))^-beta = (P(i)/min_j P(j))^-beta, in (0, 1]: the buffer size N cancels."
     if not 0 <= beta <= 1: raise ValueError(f"beta must be in [0, 1], got {beta}")
     return (np.asarray(probs) / min_prob) ** (-beta)
 
@@ -151,7 +150,7 @@ class ReplayBuffer:
         "Leaf values for every slot at the current step: (base * exp(-age/tau))^alpha (1 for uniform), 0 on empty slots."
         if self.mode == "uniform": p = np.ones(self.capacity)
         else: p = np.maximum(self.base * age_decay(self.step - self.born, self.tau), 1e-8) ** self.alpha
-        p[self.size:] = 0.0 if self.size < self.capacity else p[self.size:]
+        p[self.size:] = 0.0                                # slots not yet filled (none once the buffer is full)
         return p
 
     def refresh(self, step: int):
@@ -179,7 +178,7 @@ class ReplayBuffer:
         slots = self.tree.sample(n, rng)
         leaves = self.tree.leaves[:self.size]
         probs = leaves[slots] / self.tree.total
-        w = is_weights(probs, self.size, beta, leaves.min() / self.tree.total)
+        w = is_weights(probs, beta, leaves.min() / self.tree.total)
         return slots, w, self.step - self.born[slots]
 
     def update_priorities(self, slots: np.ndarray, base: np.ndarray):
@@ -236,6 +235,8 @@ def collate_rows(rows: list[dict], pad_id: int, device=None) -> Rollout:
     return r.to(device) if device is not None else r
 
 # %% ../../nbs/13_replay.ipynb #593405a9
+REPLAY_ADVANTAGES = ("whiten", "stored")
+
 @dataclass
 class ReplayConfig:
     "How a run replays stored rollouts. Ages are counted in RL steps (rollouts), not optimizer steps."
@@ -250,6 +251,9 @@ class ReplayConfig:
     batch_size: int = 64                 # trajectories per replay batch
     min_size: int = 64                   # no replay until the buffer holds this many
     seed: int = 0                        # the sampling generator's seed
+    advantage: str = "whiten"            # replay-batch advantages: whiten (rewards whitened over the replay batch, the paper's REINFORCE++
+                                         # recompute; priorities then follow the batch |A| on update) or stored (the advantage the fresh
+                                         # update used, kept with the item: GRPO group advantages for both; the priority |A| stays fixed)
 
     def __post_init__(self):
         for k in ("capacity", "beta_steps", "updates", "batch_size", "min_size", "seed"):
@@ -266,15 +270,22 @@ class ReplayConfig:
         if self.beta_steps < 0: raise ValueError(f"beta_steps must be >= 0, got {self.beta_steps}")
         if not 0 <= self.min_size <= self.capacity: raise ValueError(f"min_size must be in [0, capacity={self.capacity}] (else replay never starts), got {self.min_size}")
         if self.seed < 0: raise ValueError(f"seed must be >= 0, got {self.seed}")
+        if self.advantage not in REPLAY_ADVANTAGES: raise ValueError(f"unknown replay advantage {self.advantage!r}; choose one of {REPLAY_ADVANTAGES}")
 
 def whiten(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     "(x - mean) / (std + eps) over the batch: advantages recomputed on a replay batch."
     return (x - x.mean()) / (x.std() + eps) if len(x) > 1 else torch.zeros_like(x)
 
 # %% ../../nbs/13_replay.ipynb #3c25264d
+def _row_advantages(adv: torch.Tensor) -> torch.Tensor:
+    "(B,) per-row advantage: as is, or the mean over a row's non-zero tokens of a token-level (B, C) one."
+    return adv if adv.dim() == 1 else adv.sum(1) / (adv != 0).sum(1).clamp(min=1)
+
 class Replay:
     "Experience replay plugged into a Trainer: stores each fresh rollout and adds K replayed updates per step."
     def __init__(self, trainer, cfg: ReplayConfig):
+        if getattr(trainer, "scaler", None) is not None or getattr(trainer, "world_size", 1) > 1:
+            raise ValueError("Replay takes its own optimizer steps: one process and no fp16 loss scaling (use float32 or bf16)")
         self.cfg, self.trainer = cfg, trainer
         self.buffer = ReplayBuffer(cfg.capacity, cfg.mode, cfg.alpha, cfg.tau) if cfg.mode != "none" else None
         self.rng = np.random.default_rng(cfg.seed)
@@ -289,9 +300,11 @@ class Replay:
         if self.buffer is None: return None
         r, lp = self.fresh
         self.buffer.refresh(tr.step)                        # decay every stored item to the current step
-        adv = r.advantages if r.advantages is not None else whiten(r.rewards)
-        self.buffer.add(rollout_rows(r, lp), base_priority(self.cfg.priority, r.rewards.cpu(), adv.cpu(),
-                                                           values=r.rewards.view(-1, tr.cfg.samples_per_prompt).mean(1).repeat_interleave(tr.cfg.samples_per_prompt).cpu()))
+        adv = _row_advantages(r.advantages) if r.advantages is not None else whiten(r.rewards)   # (B,) what the fresh update used
+        rows = rollout_rows(r, lp)
+        for row, a in zip(rows, adv.tolist()): row["advantage"] = a
+        self.buffer.add(rows, base_priority(self.cfg.priority, r.rewards.cpu(), adv.cpu(),
+                                            values=r.rewards.view(-1, tr.cfg.samples_per_prompt).mean(1).repeat_interleave(tr.cfg.samples_per_prompt).cpu()))
         if len(self.buffer) < self.cfg.min_size: return None
         logs = [self.replay_update(tr) for _ in range(self.cfg.updates)]
         for k in logs[0] if logs else []: metrics[f"replay_{k}"] = float(np.mean([l[k] for l in logs]))
@@ -315,22 +328,27 @@ class Replay:
         self.age_log = [(int(step), np.asarray(ages)) for step, ages in d["age_log"]]
 
     def replay_update(self, tr) -> dict:
-        "One optimizer step on a replayed batch: stored behaviour log-probs, recomputed advantages, IS weights."
+        "One optimizer step on a replayed batch: stored behaviour log-probs, advantages (whitened or stored), IS weights; the LR schedule does not advance."
         beta = beta_schedule(tr.step, self.cfg.beta0, self.cfg.beta_steps)
         slots, w, ages = self.buffer.sample(self.cfg.batch_size, self.rng, beta)
         self.age_log.append((tr.step, ages.copy()))
-        mb = collate_rows([self.buffer.items[i] for i in slots], tr.tok.pad_token_id, tr.device)
-        mb.advantages = whiten(mb.rewards)                                                     # (B,)
+        rows = [self.buffer.items[i] for i in slots]
+        mb = collate_rows(rows, tr.tok.pad_token_id, tr.device)
+        stored = self.cfg.advantage == "stored"
+        mb.advantages = (torch.tensor([x["advantage"] for x in rows], device=tr.device) if stored else whiten(mb.rewards))   # (B,)
         mb.extras["is_weights"] = torch.as_tensor(w, dtype=torch.float32, device=tr.device)[:, None] * mb.completion_mask  # (B, C)
         tr.opt.zero_grad(set_to_none=True)
         loss, info = tr.loss(mb, int(mb.completion_mask.sum()), 1)
         loss.backward()
         gnorm = torch.nn.utils.clip_grad_norm_([p for g in tr.opt.param_groups for p in g["params"]], tr.cfg.max_grad_norm)
-        if torch.isfinite(gnorm): tr.opt.step(); tr.sched.step()
-        if self.cfg.mode != "uniform":
+        ok = bool(torch.isfinite(gnorm)) and np.isfinite(info["loss"])
+        if ok: tr.opt.step()                                # no sched.step(): the schedule counts the fresh updates only
+        else: tr.opt.zero_grad(set_to_none=True)
+        if self.cfg.mode != "uniform" and not stored:      # stored: an item's |A| never changes, so neither does its base priority
             self.buffer.update_priorities(slots, base_priority(self.cfg.priority, mb.rewards.cpu(), mb.advantages.cpu(),
                                                                values=mb.rewards.mean().expand(len(mb)).cpu()).numpy())
-        return dict(loss=info["loss"], clip_frac=info.get("clip_frac", 0.0), approx_kl=info["approx_kl"], age_mean=float(ages.mean()), is_weight_mean=float(w.mean()))
+        return dict(loss=info["loss"], clip_frac=info.get("clip_frac", 0.0), approx_kl=info["approx_kl"], age_mean=float(ages.mean()),
+                    is_weight_mean=float(w.mean()), skipped=float(not ok))
 
 # %% ../../nbs/13_replay.ipynb #4d9f788a
 MOVES = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
@@ -394,7 +412,12 @@ def _grid(size=4, n_holes=3, **kw):
     tr, te = make_gridworld(size=size, n_holes=n_holes, **kw)
     return tr, te, grid_reward, moves_format_reward, 2 * size + 3
 _grid.generator = make_gridworld                 # make_task checks its keyword arguments against these
-TASKS.setdefault("grid", _grid)
+
+def register_grid_task(name: str = "grid") -> str:
+    "Add the grid world to `rlref.tasks.TASKS` under `name` (importing this module registers nothing); returns the name."
+    if TASKS.get(name, _grid) is not _grid: raise ValueError(f"task {name!r} is already registered as another task")
+    TASKS[name] = _grid
+    return name
 
 # %% ../../nbs/13_replay.ipynb #756e57f3
 def sequence_ess(policy, r: Rollout, behaviour_logprobs: torch.Tensor, temperature: float = 1.0) -> float:
