@@ -3,12 +3,13 @@
     PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/replay_testbed_sweep.py            # every job, in priority order
     PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/replay_testbed_sweep.py --arms on-policy uniform --seeds 0 1 2
 
-Every arm starts from the seed's shipped arith2 warm start (rlref.testbed.warm_start_dir) with the testbed recipe at 32 prompts x 8
-samples per step (256 fresh episodes), lr 3e-4, 200 steps, held-out exact match on 500 test prompts every 50 steps. The replay arms
-add K = 2 replay updates of 128 stored trajectories per step from a FIFO buffer of 2,048 (8 steps of fresh batches; evicting from
+Every arm starts from the seed's shipped arith2 warm start (rlref.testbed.warm_start_dir) with the testbed recipe (64 prompts x 8
+samples per step = 512 fresh episodes, lr 3e-4), 100 steps, held-out exact match on 500 test prompts every 25 steps. The replay arms
+add K = 2 replay updates of 128 stored trajectories per step from a FIFO buffer of 4,096 (8 steps of fresh batches; evicting from
 step 9), advantages = the stored GRPO group advantages (the ones the fresh update used), priority |A| + eps, alpha 0.6, beta 0.4 -> 1
-over the run. Equal generated episodes in every arm; equal gradient rows (512 per step) in the replay arms and the on-policy-2ep
-control (two passes over each fresh batch). The on-policy arm also measures the importance-weight ESS of its last 12 stored batches
+over the run. Equal generated episodes in every arm; gradient rows per step: 512 on-policy, 768 replay, 1,024 in the on-policy-2ep
+control (two passes over each fresh batch: more than replay gets). tools/replay_testbed_sweep_pps32.jsonl is a first try at 32 prompts
+x 200 steps (seed 0's on-policy arm: 0.498 -> 0.456, no gain), abandoned for the testbed's own batch. The on-policy arm also measures the importance-weight ESS of its last 12 stored batches
 under the final policy (ages 1-12 in updates). `grid-onpolicy` is the grid world's on-policy arm (120-step SFT warm start, 200 steps).
 The chapter (nbs/13_replay.ipynb) loads tools/replay_testbed_sweep.jsonl.
 """
@@ -17,11 +18,11 @@ from pathlib import Path
 import numpy as np, torch
 
 LOG = Path(__file__).resolve().parent / "replay_testbed_sweep.jsonl"
-STEPS, PPS, G = 200, 32, 8
-REPLAY = dict(capacity=2048, batch_size=128, updates=2, min_size=256, advantage="stored", alpha=0.6, beta0=0.4, beta_steps=STEPS)
+STEPS, PPS, G = 100, 64, 8
+REPLAY = dict(capacity=4096, batch_size=128, updates=2, min_size=256, advantage="stored", alpha=0.6, beta0=0.4, beta_steps=STEPS)
 ARMS = {"on-policy": (None, {}), "on-policy-2ep": (None, dict(num_iterations=2)), "uniform": (dict(mode="uniform"), {}),
         "PER": (dict(mode="per", tau=None), {})} | {f"fresh-tau{t}": (dict(mode="fresh", tau=float(t)), {}) for t in (1, 2, 4, 8)}
-HEAD = ("on-policy", "uniform", "fresh-tau2", "PER")            # the headline arms: 3 seeds first
+HEAD = ("on-policy", "fresh-tau2", "uniform", "PER")            # the headline arms: 3 seeds first
 SWEEP = ("fresh-tau1", "fresh-tau8", "on-policy-2ep", "fresh-tau4")  # the rest of the tau sweep and the equal-gradient control
 ORDER = ([(a, s) for s in (0, 1, 2) for a in HEAD] + [(a, 0) for a in SWEEP] + [("grid-onpolicy", 0)]
          + [(a, s) for s in (1, 2) for a in SWEEP] + [(a, s) for s in (3, 4) for a in HEAD + SWEEP] + [("grid-onpolicy", 1), ("grid-onpolicy", 2)])
@@ -30,7 +31,7 @@ def testbed_arm(arm: str, seed: int) -> dict:
     from rlref.trainer import recipe_config, Trainer
     from rlref.methods.replay import Replay, ReplayConfig, sequence_ess
     rkw, over = ARMS[arm]
-    cfg = recipe_config("testbed", seed=seed, steps=STEPS, prompts_per_step=PPS, samples_per_prompt=G, eval_every=50, progress=False,
+    cfg = recipe_config("testbed", seed=seed, steps=STEPS, prompts_per_step=PPS, samples_per_prompt=G, eval_every=25, progress=False,
                         checkpoint_every=0, **over)
     tr = Trainer.setup(cfg)
     rp = Replay(tr, ReplayConfig(seed=seed, **(REPLAY | rkw))) if rkw is not None else None
