@@ -22,10 +22,13 @@ STEPS, PPS, G = 100, 64, 8
 REPLAY = dict(capacity=4096, batch_size=128, updates=2, min_size=256, advantage="stored", alpha=0.6, beta0=0.4, beta_steps=STEPS)
 ARMS = {"on-policy": (None, {}), "on-policy-2ep": (None, dict(num_iterations=2)), "uniform": (dict(mode="uniform"), {}),
         "PER": (dict(mode="per", tau=None), {})} | {f"fresh-tau{t}": (dict(mode="fresh", tau=float(t)), {}) for t in (1, 2, 4, 8)}
-HEAD = ("on-policy", "fresh-tau2", "uniform", "PER")            # the headline arms: 3 seeds first
-SWEEP = ("fresh-tau1", "fresh-tau8", "on-policy-2ep", "fresh-tau4")  # the rest of the tau sweep and the equal-gradient control
-ORDER = ([(a, s) for s in (0, 1, 2) for a in HEAD] + [(a, 0) for a in SWEEP] + [("grid-onpolicy", 0)]
-         + [(a, s) for s in (1, 2) for a in SWEEP] + [(a, s) for s in (3, 4) for a in HEAD + SWEEP] + [("grid-onpolicy", 1), ("grid-onpolicy", 2)])
+HEAD = ("on-policy", "fresh-tau2", "PER", "uniform")            # the headline arms, each on seeds 0-2, first
+SWEEP = ("on-policy-2ep", "fresh-tau2-lr1e-4", "fresh-tau1", "fresh-tau8", "fresh-tau4")  # controls for the extra optimizer steps, then the tau sweep
+ARMS["fresh-tau2-lr1e-4"] = (dict(mode="fresh", tau=2.0), dict(lr=1e-4))   # 3 optimizer steps per RL step at a third of the lr
+CONTROLS, TAU_SWEEP = SWEEP[:2], SWEEP[2:]
+ORDER = ([(a, s) for a in HEAD for s in (0, 1, 2)] + [(a, s) for a in CONTROLS for s in (0, 1, 2)] + [(a, 0) for a in TAU_SWEEP]
+         + [(a, s) for s in (1, 2) for a in TAU_SWEEP] + [("grid-onpolicy", 0)] + [(a, s) for s in (3, 4) for a in HEAD + SWEEP]
+         + [("grid-onpolicy", 1), ("grid-onpolicy", 2)])
 
 def testbed_arm(arm: str, seed: int) -> dict:
     from rlref.trainer import recipe_config, Trainer
