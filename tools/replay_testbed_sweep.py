@@ -25,7 +25,8 @@ ARMS = {"on-policy": (None, {}), "on-policy-2ep": (None, dict(num_iterations=2))
 HEAD = ("on-policy", "fresh-tau2", "PER", "uniform")            # the headline arms, each on seeds 0-2, first
 SWEEP = ("on-policy-2ep", "fresh-tau2-lr1e-4", "fresh-tau1", "fresh-tau8", "fresh-tau4")  # controls for the extra optimizer steps, then the tau sweep
 ARMS["fresh-tau2-lr1e-4"] = (dict(mode="fresh", tau=2.0), dict(lr=1e-4))   # 3 optimizer steps per RL step at a third of the lr
-CONTROLS, TAU_SWEEP = SWEEP[:2], SWEEP[2:]
+ARMS["on-policy-lr1e-4"] = (None, dict(lr=1e-4))                        # the on-policy arm at that lr
+CONTROLS, TAU_SWEEP = SWEEP[:2] + ("on-policy-lr1e-4",), SWEEP[2:]
 ORDER = ([(a, s) for a in HEAD for s in (0, 1, 2)] + [(a, s) for a in CONTROLS for s in (0, 1, 2)] + [(a, 0) for a in TAU_SWEEP]
          + [(a, s) for s in (1, 2) for a in TAU_SWEEP] + [("grid-onpolicy", 0)] + [(a, s) for s in (3, 4) for a in HEAD + SWEEP]
          + [("grid-onpolicy", 1), ("grid-onpolicy", 2)])
