@@ -37,8 +37,7 @@ def part_of(stem: str) -> str:
     if n >= 90 or _is_appendix(stem): return "Appendix"
     if n <= 4: return "Foundations"
     if n <= 7: return "Core algorithms"
-    if n <= 9: return "Appendix"
-    if n <= 29: return "Methods"
+    if n <= 29: return "Methods"          # 09a_kvcache (KV compression) opens the methods, before chapter 10 that uses it
     if n <= 49: return "Images"
     return "Appendix"
 
