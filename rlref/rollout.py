@@ -201,6 +201,7 @@ FUSED_MODEL_TYPES = ("llama", "qwen2")
 
 def decoder_parts(model) -> tuple | None:
     "(decoder, lm_head) of a Llama-family causal LM (also inside a peft wrapper), or None when rlref's fused forward doesn't cover it."
+    if callable(getattr(model, "fused_parts", None)): return model.fused_parts()   # a composite policy brings its own (chapter 14's logit averaging)
     m = model.get_base_model() if hasattr(model, "get_base_model") else model
     cfg, inner, head = getattr(m, "config", None), getattr(m, "model", None), getattr(m, "lm_head", None)
     if cfg is None or inner is None or head is None or getattr(cfg, "model_type", None) not in FUSED_MODEL_TYPES: return None
@@ -246,6 +247,7 @@ def fused_cache_forward(parts, ids: torch.Tensor,  # (b, q) new tokens
                         cache: SlotKVCache, bias: torch.Tensor,  # (b, 1, q, S) additive mask over the active slots
                        ) -> torch.Tensor:
     "Logits (b, V) of the last new token, writing keys/values into `cache` (where `cache.place` said)."
+    if hasattr(parts, "cache_forward"): return parts.cache_forward(ids, pos, cache, bias)   # a composite policy's parts (chapter 14)
     inner, head = parts
     x = inner.embed_tokens(ids)  # (b, q, d)
     cos, sin = inner.rotary_emb(x, pos)  # (b, q, D)
@@ -300,6 +302,7 @@ def shared_prefix_logits(parts, prompt_ids: torch.Tensor,  # (B, P) left-padded 
                          completion_ids: torch.Tensor,  # (B, C)
                         ) -> torch.Tensor:
     "Logits (B, C, V) predicting each completion token, running every distinct prompt through the model once."
+    if hasattr(parts, "shared_prefix_logits"): return parts.shared_prefix_logits(prompt_ids, prompt_mask, completion_ids)   # a composite policy's parts (chapter 14)
     return parts[1](shared_prefix_hidden(parts, prompt_ids, prompt_mask, completion_ids))  # (B, C, V)
 
 # %% ../nbs/03_rollout.ipynb #c0821eda
