@@ -46,8 +46,8 @@ def cached_logp(tr, pp):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_verification_update_follows_sign_of_xi(seed):
-    "xi = +1 vs xi = -1 from the same state (gradients +-g: the same Adam second moment, the momentum cancels in the difference): +1 ends with the
-    higher A_prog-weighted log-prob of the cached batch (the objective the update ascends for xi > 0) and the A_prog < 0 completions less likely."
+    """xi = +1 vs xi = -1 from the same state (gradients +-g: the same Adam second moment, the momentum cancels in the difference): +1 ends with the
+    higher A_prog-weighted log-prob of the cached batch (the objective the update ascends for xi > 0) and the A_prog < 0 completions less likely."""
     tr, _, pp = make(seed=seed, flip=0.0)
     with pytest.raises(ValueError, match="no cached batch"): pp.verification_update(tr, 1.0)
     tr.train_step()
