@@ -22,8 +22,8 @@ def test_strip_directives():
     assert nb["cells"][2]["source"].startswith("#| export")          # the input is not modified
 
 def test_parts_follow_file_names():
-    assert [book.part_of(s) for s in ("00_core", "00a_rl_in_one_page", "03_rollout", "05_advantages", "07b_testbed", "07c_gpu_path",
-                                      "08_cli", "09_bench", "09a_kvcache", "13_replay", "14_logit_averaging", "32_paired_flow_rl",
+    assert [book.part_of(s) for s in ("00b_core", "00a_rl_in_one_page", "03_rollout", "05_advantages", "07b_testbed", "91_gpu_path",
+                                      "92_cli", "93_bench", "09a_kvcache", "13_replay", "14_logit_averaging", "32_paired_flow_rl",
                                       "90_appendix_rollout_systems")] == \
         ["Foundations", "Foundations", "Foundations", "Core algorithms", "Core algorithms", "Appendix", "Appendix", "Appendix",
          "Methods", "Methods", "Methods", "Images", "Appendix"]
@@ -36,14 +36,14 @@ def test_parts_follow_file_names():
 
 def test_book_builds_toc_and_two_chapters(tmp_path):
     times = tmp_path / "times.jsonl"
-    times.write_text(json.dumps(dict(notebook="00_core", wall_s=12.3, cpu_s=10.0, threads="OMP_NUM_THREADS=1", machine="2-core x86_64 CPU",
+    times.write_text(json.dumps(dict(notebook="00b_core", wall_s=12.3, cpu_s=10.0, threads="OMP_NUM_THREADS=1", machine="2-core x86_64 CPU",
                                      date="2026-12-01", how="test row")) + "\n")
-    broken = book.build(tmp_path / "b", only=["00_core", "05_advantages"], times=times)
+    broken = book.build(tmp_path / "b", only=["00b_core", "05_advantages"], times=times)
     assert broken == []
     html = tmp_path / "b" / "html"
-    index, core, adv = ((html / f"{n}.html").read_text() for n in ("index", "00_core", "05_advantages"))
+    index, core, adv = ((html / f"{n}.html").read_text() for n in ("index", "00b_core", "05_advantages"))
     assert 'caption-text">Foundations' in index and 'caption-text">Core algorithms' in index   # the TOC, in parts
-    assert 'href="00_core.html"' in index and 'href="05_advantages.html"' in index
+    assert 'href="00b_core.html"' in index and 'href="05_advantages.html"' in index
     for page in (core, adv):
         assert "#| export" not in page and "default_exp" not in page and "nbdev_export()" not in page
         assert "colab.research.google.com/github/rlref/rlref/blob/main/nbs/" in page

@@ -1,7 +1,7 @@
 """Build the rlref book: browsable HTML from the notebooks in nbs/ and their committed outputs, offline.
 
     python tools/book.py                       # every notebook -> _build/book/html/index.html (what `make book` runs)
-    python tools/book.py --only 00_core 05_advantages --out /tmp/b   # the landing page and two chapters
+    python tools/book.py --only 00b_core 05_advantages --out /tmp/b   # the landing page and two chapters
     python tools/book.py --measure 05_advantages   # run a chapter at reader size, record its run time
 
 Nothing is executed by a build: Sphinx + myst-nb render the stored outputs (nb_execution_mode "off"). Each notebook
@@ -42,7 +42,7 @@ def part_of(stem: str) -> str:
     return "Appendix"
 
 def _is_appendix(stem: str) -> bool:
-    name = re.sub(r"^\d+[a-z]?_", "", stem)   # '07c_gpu_path' -> 'gpu_path'
+    name = re.sub(r"^\d+[a-z]?_", "", stem)   # '91_gpu_path' -> 'gpu_path'
     return any(name == w or name.startswith(w + "_") or name.endswith("_" + w) for w in APPENDIX_WORDS)
 
 def chapters(nbs: Path, only=None) -> dict:
