@@ -22,10 +22,11 @@ def test_strip_directives():
     assert nb["cells"][2]["source"].startswith("#| export")          # the input is not modified
 
 def test_parts_follow_file_names():
-    assert [book.part_of(s) for s in ("00_core", "00a_rl_in_one_page", "04_kvcache", "05_advantages", "07b_testbed", "07c_gpu_path",
-                                      "08_cli", "09_bench", "13_replay", "14_logit_averaging", "32_paired_flow_rl", "95_notation")] == \
+    assert [book.part_of(s) for s in ("00b_core", "00a_rl_in_one_page", "03_rollout", "05_advantages", "07b_testbed", "91_gpu_path",
+                                      "92_cli", "93_bench", "09a_kvcache", "13_replay", "14_logit_averaging", "32_paired_flow_rl",
+                                      "90_appendix_rollout_systems")] == \
         ["Foundations", "Foundations", "Foundations", "Core algorithms", "Core algorithms", "Appendix", "Appendix", "Appendix",
-         "Methods", "Methods", "Images", "Appendix"]
+         "Methods", "Methods", "Methods", "Images", "Appendix"]
     with pytest.raises(ValueError, match="must start with its number"): book.part_of("intro")
     parts = book.chapters(ROOT / "nbs")
     assert list(parts) == [p for p in book.PARTS if p in parts] and "index" not in sum(parts.values(), [])
@@ -35,14 +36,14 @@ def test_parts_follow_file_names():
 
 def test_book_builds_toc_and_two_chapters(tmp_path):
     times = tmp_path / "times.jsonl"
-    times.write_text(json.dumps(dict(notebook="00_core", wall_s=12.3, cpu_s=10.0, threads="OMP_NUM_THREADS=1", machine="2-core x86_64 CPU",
+    times.write_text(json.dumps(dict(notebook="00b_core", wall_s=12.3, cpu_s=10.0, threads="OMP_NUM_THREADS=1", machine="2-core x86_64 CPU",
                                      date="2026-12-01", how="test row")) + "\n")
-    broken = book.build(tmp_path / "b", only=["00_core", "05_advantages"], times=times)
+    broken = book.build(tmp_path / "b", only=["00b_core", "05_advantages"], times=times)
     assert broken == []
     html = tmp_path / "b" / "html"
-    index, core, adv = ((html / f"{n}.html").read_text() for n in ("index", "00_core", "05_advantages"))
+    index, core, adv = ((html / f"{n}.html").read_text() for n in ("index", "00b_core", "05_advantages"))
     assert 'caption-text">Foundations' in index and 'caption-text">Core algorithms' in index   # the TOC, in parts
-    assert 'href="00_core.html"' in index and 'href="05_advantages.html"' in index
+    assert 'href="00b_core.html"' in index and 'href="05_advantages.html"' in index
     for page in (core, adv):
         assert "#| export" not in page and "default_exp" not in page and "nbdev_export()" not in page
         assert "colab.research.google.com/github/rlref/rlref/blob/main/nbs/" in page
@@ -66,3 +67,21 @@ def test_nbdev_docs_processing_runs(tmp_path):
                        env={**os.environ, "OUT": str(tmp_path), "OMP_NUM_THREADS": "1"}, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert (tmp_path / "02_tasks.ipynb").exists() and (tmp_path / "07a_trl_side_by_side.ipynb").exists()
+
+def test_solutions_are_collapsed(tmp_path):
+    "An exercise's solution code cell (### BEGIN SOLUTION) is tagged hide-input in the built copy and shows collapsed; its prose solution stays in <details>."
+    nbs = tmp_path / "nbs"; nbs.mkdir()
+    (nbs / "01_x.ipynb").write_text(json.dumps(_nb(("markdown", "# X"), ("code", "shown_cell = 1"), ("markdown", "## Exercises"),
+                                                   ("markdown", "### Exercise 1 (understand): a value\nSet `answer_1`."),
+                                                   ("code", "answer_1 = None\n### BEGIN SOLUTION\nanswer_1 = 42\n### END SOLUTION"),
+                                                   ("markdown", "<details><summary>Solution</summary>\n\nIt is 42.\n</details>"),
+                                                   ("code", "# CHECK exercise 1\nassert answer_1 == 42"))))
+    broken = book.build(tmp_path / "b", nbs=nbs, times=tmp_path / "none.jsonl")
+    assert broken == []
+    src = json.loads((tmp_path / "b" / "src" / "01_x.ipynb").read_text())
+    tagged = [c["source"].split("\n")[0] for c in src["cells"] if "hide-input" in c.get("metadata", {}).get("tags", [])]
+    assert tagged == ["answer_1 = None"]
+    page = (tmp_path / "b" / "html" / "01_x.html").read_text()
+    hidden = re.search(r'<details class="[^"]*hide above-input">.*?</details>', page, re.S)
+    assert hidden and "answer_1" in hidden.group(0) and "shown_cell" not in hidden.group(0)
+    assert "<summary>Solution</summary>" in page and "CHECK exercise 1" in page

@@ -74,7 +74,7 @@ def test_replay_exact_when_rows_finish_early(name):
     torch.testing.assert_close(shadow, ro.sampler_logprobs, atol=1e-5, rtol=0)
 
 def test_heldout_recall_extends_test_split_without_leaks():
-    "Chapter 04's 2048-prompt evaluation set: the task's test split first, then fresh prompts seen in neither split."
+    "Chapter 09a's 2048-prompt evaluation set: the task's test split first, then fresh prompts seen in neither split."
     from rlref.kvcache import heldout_recall
     task = make_task("recall", n_pairs=6, n_train=500, n_test=32, seed=0)
     h = heldout_recall(task, 100)

@@ -55,8 +55,8 @@ def test_recovery_ratio_ci_pools_seeds_and_is_paired():
 def test_committed_reader_size_log_is_complete():
     rows = [json.loads(l) for l in LOG.read_text().splitlines() if l.strip()]
     keys = {tuple(r["key"]) for r in rows}
-    assert {("main", s) for s in range(3)} <= keys
-    assert {("overfit", s, a) for s in range(3) for a in ("plain", "sub")} <= keys and {("sft", s) for s in range(3)} <= keys
+    assert {("main", s) for s in range(5)} <= keys
+    assert {("overfit", s, a) for s in range(5) for a in ("plain", "sub")} <= keys and {("sft", s) for s in range(5)} <= keys
     for r in rows:
         if r["key"][0] == "main":
             assert len(r["base"]) == len(r["rl"]) == 500 and set(r["ops"]) >= {"rank1", "residual", "sigma2", "random", "rank8"}

@@ -39,7 +39,7 @@ def test_mcnemar_on_literal_tables():
     r = mcnemar(a, b)
     assert (r["n10"], r["n01"], r["method"]) == (10, 2, "exact")
     assert r["p"] == pytest.approx(158 / 4096) and r["z"] == pytest.approx(8 / math.sqrt(12))
-    big = mcnemar([True] * 51 + [False] * 35, [False] * 51 + [True] * 35)     # chapter 04's failing table from the issue
+    big = mcnemar([True] * 51 + [False] * 35, [False] * 51 + [True] * 35)     # chapter 09a's (then 04) failing table from the issue
     assert (big["n10"], big["n01"], big["method"]) == (51, 35, "normal-cc")
     assert big["z"] == pytest.approx(1.7253243712550146)
     assert big["p"] == pytest.approx(0.10584, abs=1e-4)      # chi2 = 15^2 / 86 = 2.616, 1 dof

@@ -1,12 +1,13 @@
 """Build the rlref book: browsable HTML from the notebooks in nbs/ and their committed outputs, offline.
 
     python tools/book.py                       # every notebook -> _build/book/html/index.html (what `make book` runs)
-    python tools/book.py --only 00_core 05_advantages --out /tmp/b   # the landing page and two chapters
+    python tools/book.py --only 00b_core 05_advantages --out /tmp/b   # the landing page and two chapters
     python tools/book.py --measure 05_advantages   # run a chapter at reader size, record its run time
 
 Nothing is executed by a build: Sphinx + myst-nb render the stored outputs (nb_execution_mode "off"). Each notebook
 is first copied into `<out>/src` with nbdev's directives removed: `#| hide` cells are dropped, every other `#| ...`
-line is deleted (`#| export`, `#| default_exp`, `#| slow`), and a cell left empty is dropped. Under its title each
+line is deleted (`#| export`, `#| default_exp`, `#| slow`), and a cell left empty is dropped; the exercises' solution code
+cells (`### BEGIN SOLUTION`, see tools/student_view.py) are tagged `hide-input`, so they show collapsed behind a toggle. Under its title each
 chapter gets a line with 'Open in Colab', the notebook on GitHub, how to open it in Jupyter, and its run time at
 reader size as measured in tools/book_run_times.jsonl ("not measured" when it has no row there). The landing page is
 nbs/index.ipynb with its '## Chapters' cell replaced by the table of contents, built from the notebooks present,
@@ -36,13 +37,12 @@ def part_of(stem: str) -> str:
     if n >= 90 or _is_appendix(stem): return "Appendix"
     if n <= 4: return "Foundations"
     if n <= 7: return "Core algorithms"
-    if n <= 9: return "Appendix"
-    if n <= 29: return "Methods"
+    if n <= 29: return "Methods"          # 09a_kvcache (KV compression) opens the methods, before chapter 10 that uses it
     if n <= 49: return "Images"
     return "Appendix"
 
 def _is_appendix(stem: str) -> bool:
-    name = re.sub(r"^\d+[a-z]?_", "", stem)   # '07c_gpu_path' -> 'gpu_path'
+    name = re.sub(r"^\d+[a-z]?_", "", stem)   # '91_gpu_path' -> 'gpu_path'
     return any(name == w or name.startswith(w + "_") or name.endswith("_" + w) for w in APPENDIX_WORDS)
 
 def chapters(nbs: Path, only=None) -> dict:
@@ -72,6 +72,16 @@ def strip_directives(nb: dict) -> dict:
         c["source"] = "\n".join(lines)
         cells.append(c)
     nb["cells"] = cells
+    return nb
+
+SOLUTION = re.compile(r"^\s*### BEGIN SOLUTION\s*$", re.M)
+
+def collapse_solutions(nb: dict) -> dict:
+    "Tag the exercises' solution code cells (those holding `### BEGIN SOLUTION`) `hide-input`: myst-nb shows them collapsed behind a toggle."
+    for c in nb["cells"]:
+        if c["cell_type"] == "code" and SOLUTION.search("".join(c["source"])):
+            tags = c.setdefault("metadata", {}).setdefault("tags", [])
+            if "hide-input" not in tags: tags.append("hide-input")
     return nb
 
 def settings() -> configparser.SectionProxy:
@@ -139,7 +149,7 @@ def prepare(src: Path, nbs: Path = ROOT / "nbs", only=None, times: Path = RUN_TI
     src.mkdir(parents=True)
     for stems in parts.values():
         for stem in stems:
-            nb = strip_directives(json.loads((nbs / f"{stem}.ipynb").read_text(encoding="utf-8")))
+            nb = collapse_solutions(strip_directives(json.loads((nbs / f"{stem}.ipynb").read_text(encoding="utf-8"))))
             first = next((i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "markdown" and c["source"].lstrip().startswith("# ")), None)
             if first is None: raise ValueError(f"{stem}.ipynb: a chapter starts with a markdown cell '# Title'")
             nb["cells"].insert(first + 1, header_cell(stem, cfg, rows))

@@ -1,7 +1,7 @@
 """Reader-size runs of chapter 12 (rank-1 structure of RLVR updates) on the testbed (chapter 07b).
 
 Entries (one JSON line each in tools/rank1_testbed_sweep.jsonl; an entry already in the log is skipped, so the script resumes):
-  main <seed>     (seeds 0-2 by default; main runs 3 and 4 did not fit the chapter's CPU budget) GRPO "testbed" recipe (64 prompts x 8, T 0.7, lr 3e-4) from the shipped arith2 warm start of <seed>, STEPS steps,
+  main <seed>     (seeds 0-2 by default; the chapter reads seeds 0-4: --seeds 0 1 2 3 4) GRPO "testbed" recipe (64 prompts x 8, T 0.7, lr 3e-4) from the shipped arith2 warm start of <seed>, STEPS steps,
                   a checkpoint every EVERY steps. Saved: per-prompt held-out hits (500 test sums, greedy) of the warm start, the RL model,
                   and of W_base + op(ΔW) for every operator (full-linear, rank1, sigma1, rank2/4/8/16, residual, sigma2, random); hits of
                   the RL checkpoint, its rank-1 reconstruction and its residual at every checkpoint; the same operators in the "RL
@@ -146,10 +146,10 @@ def overfit(seed, arm):
 def entries(only, seeds):
     for s in seeds:
         if "main" in only: yield ("main", s), lambda s=s: main(s)
-    for s in seeds[:3]:
+    for s in seeds:
         for arm in ("plain", "sub"):
             if "overfit" in only: yield ("overfit", s, arm), lambda s=s, arm=arm: overfit(s, arm)
-    for s in seeds[:3]:
+    for s in seeds:
         if "sft" in only: yield ("sft", s), lambda s=s: sft(s)
 
 if __name__ == "__main__":

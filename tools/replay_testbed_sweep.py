@@ -1,17 +1,23 @@
 """Chapter 13 at reader size: replay arms on the testbed's arithmetic, one JSON line per finished (arm, seed) (resumable).
 
-    PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/replay_testbed_sweep.py            # every job, in priority order
-    PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/replay_testbed_sweep.py --arms on-policy uniform --seeds 0 1 2
+    PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/replay_testbed_sweep.py                # the 200-step sweep, in priority order
+    PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/replay_testbed_sweep.py --shard 0 2    # ... split over two processes
+    PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/replay_testbed_sweep.py --shard 1 2
+    PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/replay_testbed_sweep.py --steps 100    # the earlier 100-step sweep
+
+The chapter reads the 200-step sweep (tools/replay_testbed_sweep_200.jsonl, ORDER_200: the headline arms on seeds 0-4, the same
+arms at lr 1e-4, the two-pass control, then the tau sweep {1, 4, 8} at lr 1e-4) and, for comparison, the earlier 100-step sweep
+(tools/replay_testbed_sweep.jsonl: headline arms, controls and the tau sweep at lr 3e-4 on seeds 0-4).
 
 Every arm starts from the seed's shipped arith2 warm start (rlref.testbed.warm_start_dir) with the testbed recipe (64 prompts x 8
-samples per step = 512 fresh episodes, lr 3e-4), 100 steps, held-out exact match on 500 test prompts every 25 steps. The replay arms
+samples per step = 512 fresh episodes, lr 3e-4), 200 (or 100) steps, held-out exact match on 500 test prompts every 25 steps. The replay arms
 add K = 2 replay updates of 128 stored trajectories per step from a FIFO buffer of 4,096 (8 steps of fresh batches; evicting from
 step 9), advantages = the stored GRPO group advantages (the ones the fresh update used), priority |A| + eps, alpha 0.6, beta 0.4 -> 1
-over the run. Equal generated episodes in every arm; gradient rows per step: 512 on-policy, 768 replay, 1,024 in the on-policy-2ep
+over the run (beta_steps = the run's steps). Equal generated episodes in every arm; gradient rows per step: 512 on-policy, 768 replay, 1,024 in the on-policy-2ep
 control (two passes over each fresh batch: more than replay gets). tools/replay_testbed_sweep_pps32.jsonl is a first try at 32 prompts
 x 200 steps (seed 0's on-policy arm: 0.498 -> 0.456, no gain), abandoned for the testbed's own batch. The on-policy arm also measures the importance-weight ESS of its last 12 stored batches
 under the final policy (ages 1-12 in updates). `grid-onpolicy` is the grid world's on-policy arm (120-step SFT warm start, 200 steps).
-The chapter (nbs/13_replay.ipynb) loads tools/replay_testbed_sweep.jsonl.
+The chapter (nbs/13_replay.ipynb) loads both logs.
 """
 import argparse, json, tempfile, time
 from pathlib import Path
@@ -26,10 +32,17 @@ HEAD = ("on-policy", "fresh-tau2", "PER", "uniform")            # the headline a
 SWEEP = ("on-policy-2ep", "fresh-tau2-lr1e-4", "fresh-tau1", "fresh-tau8", "fresh-tau4")  # controls for the extra optimizer steps, then the tau sweep
 ARMS["fresh-tau2-lr1e-4"] = (dict(mode="fresh", tau=2.0), dict(lr=1e-4))   # 3 optimizer steps per RL step at a third of the lr
 ARMS["on-policy-lr1e-4"] = (None, dict(lr=1e-4))                        # the on-policy arm at that lr
+for name, (rkw_, _) in [("PER", ARMS["PER"]), ("uniform", ARMS["uniform"])] + [(f"fresh-tau{t}", ARMS[f"fresh-tau{t}"]) for t in (1, 4, 8)]:
+    ARMS[f"{name}-lr1e-4"] = (rkw_, dict(lr=1e-4))                   # the replay arms at the lr where their extra steps do not destabilise
 CONTROLS, TAU_SWEEP = SWEEP[:2] + ("on-policy-lr1e-4",), SWEEP[2:]
 ORDER = ([(a, s) for a in HEAD for s in (0, 1, 2)] + [(a, s) for a in CONTROLS for s in (0, 1, 2)] + [(a, 0) for a in TAU_SWEEP]
          + [(a, s) for s in (1, 2) for a in TAU_SWEEP] + [("grid-onpolicy", 0)] + [(a, s) for s in (3, 4) for a in HEAD + SWEEP]
          + [("grid-onpolicy", 1), ("grid-onpolicy", 2)])
+FIVE = (0, 1, 2, 3, 4)
+LR_FAMILY = ("on-policy-lr1e-4", "fresh-tau2-lr1e-4", "PER-lr1e-4", "uniform-lr1e-4")
+ORDER_200 = ([(a, s) for a in HEAD for s in FIVE] + [(a, s) for a in LR_FAMILY for s in FIVE] + [("on-policy-2ep", s) for s in FIVE]
+             + [(f"fresh-tau{t}-lr1e-4", s) for t in (1, 4, 8) for s in FIVE])   # the 200-step sweep the chapter reads
+LOG_200 = LOG.with_name("replay_testbed_sweep_200.jsonl")
 
 def testbed_arm(arm: str, seed: int) -> dict:
     from rlref.trainer import recipe_config, Trainer
@@ -86,14 +99,17 @@ def grid_onpolicy(seed: int) -> dict:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--arms", nargs="+", default=None); ap.add_argument("--seeds", type=int, nargs="+", default=None)
-    ap.add_argument("--log", default=str(LOG))
-    ap.add_argument("--steps", type=int, default=STEPS, help="a smoke test only (the chapter reads 200-step runs)")
+    ap.add_argument("--log", default=None, help="default: replay_testbed_sweep_200.jsonl for --steps 200, replay_testbed_sweep.jsonl otherwise")
+    ap.add_argument("--steps", type=int, default=200, help="200: the sweep the chapter reads (ORDER_200); 100: the earlier 100-step sweep (ORDER)")
+    ap.add_argument("--shard", type=int, nargs=2, default=None, metavar=("I", "N"), help="run only jobs i, i+N, ... (two processes: 0 2 and 1 2)")
     a = ap.parse_args()
     STEPS = a.steps; REPLAY["beta_steps"] = STEPS
     torch.set_num_threads(1)
-    log = Path(a.log)
+    log = Path(a.log or (LOG_200 if STEPS == 200 else LOG))
+    ORDER = ORDER_200 if STEPS == 200 else ORDER
     done = {(r["arm"], r["seed"]) for r in map(json.loads, log.read_text().splitlines())} if log.exists() else set()
     jobs = [j for j in ORDER if j not in done and (a.arms is None or j[0] in a.arms) and (a.seeds is None or j[1] in a.seeds)]
+    if a.shard: jobs = [j for i, j in enumerate(ORDER) if i % a.shard[1] == a.shard[0] and j in jobs]
     print(f"{len(jobs)} runs to do", flush=True)
     for arm, seed in jobs:
         t0 = time.time()

@@ -1,9 +1,9 @@
-"""Seed sweep for chapter 09's test-size checks that depend on a randomly initialised model (EVIDENCE.md rule 7).
+"""Seed sweep for chapter 93's test-size checks that depend on a randomly initialised model (EVIDENCE.md rule 7).
 Per seed s the benches' seed (chapter: 0; init weights and sampling) takes s:
 - rollout (cell 8): peak KV ratio <= 0.3 for sink/h2o/snapkv at a 25% budget; margin 0.3 - max ratio
 - grpo-step (cell 18): mean completion length of random weights > 6 of 8 tokens on both sides; margin min length - 6
 
-    PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/seed_sweep_09_bench.py --seeds 0 1 2 3 4
+    PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/seed_sweep_93_bench.py --seeds 0 1 2 3 4
 """
 import argparse, json, time
 import torch
@@ -18,7 +18,7 @@ def run(s):
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4]); ap.add_argument("--out", default="tools/seed_sweep_09_bench.jsonl")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4]); ap.add_argument("--out", default="tools/seed_sweep_93_bench.jsonl")
     a = ap.parse_args()
     for s in a.seeds:
         t0 = time.time(); rec = dict(check="all", seed=s) | run(s) | dict(seconds=round(time.time() - t0, 1))
