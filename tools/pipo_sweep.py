@@ -6,7 +6,7 @@
 
 Every run starts from the seed's shipped arith2 warm start with the testbed recipe (64 prompts x 8 samples per step, lr 3e-4), each
 binary reward flipped with probability `flip` (rlref.methods.pipo.FlipRewards, its own generator seeded by the run's seed). PIPO arms:
-K = 8, min_steps = 8, paper anchor, loss_scale_neg 0 or 0.1, 100 steps. Two control arms (flip 0.2, seeds 0-2) repeat the
+K = 8, min_steps = 8, paper anchor, loss_scale_neg 0 or 0.1, 100 steps. Two control arms (flip 0.2) repeat the
 loss_scale_neg 0.1 arm with PPO's two-sided clip in the verification loss (clip="ppo"), and with C = 0 (zero_coef: the extra AdamW
 step moves the weights by momentum and weight decay only); a third runs plain GRPO at lr 6e-4 (twice the recipe's). The GRPO arm runs 140 steps, so that it can be read at
 PIPO's CPU time as well as at its step. After every step (and before the first) the policy is scored greedily on the testbed's 500
@@ -32,8 +32,8 @@ MAIN, CONTROLS = ("grpo", "pipo-lsn0.1", "pipo-lsn0"), ("ctrl-ppoclip", "ctrl-ze
 PIPO = dict(K=8, min_steps=8, anchor="paper")
 KEEP = ("pipo_xi", "pipo_mu_his", "pipo_sigma_his", "pipo_updated", "pipo_scale", "pipo_grad_norm", "pipo_clip_frac", "pipo_approx_kl",
         "pipo_seconds", "grad_norm")
-# flip 0.2: the main arms on seeds 0-4, then the controls on seeds 0-2; then flip 0 (main arms, seeds 0-2, then 3-4)
-ORDER = ([(0.2, a, s) for s in range(5) for a in MAIN] + [(0.2, a, s) for s in range(3) for a in CONTROLS]
+# flip 0.2: the main arms on seeds 0-4, then the controls on seeds 0-2 (then 3-4); then flip 0 (main arms, seeds 0-2, then 3-4)
+ORDER = ([(0.2, a, s) for s in range(5) for a in MAIN] + [(0.2, a, s) for seeds in ((0, 1, 2), (3, 4)) for s in seeds for a in CONTROLS]
          + [(0.0, a, s) for seeds in ((0, 1, 2), (3, 4)) for s in seeds for a in MAIN])
 
 def run(flip: float, arm: str, seed: int, steps: int | None = None) -> dict:
