@@ -37,6 +37,28 @@ def test_verification_loss_caps_the_ratio_above_only():
     torch.testing.assert_close(lp.grad, torch.tensor([[0.25, 0.0]]))     # C < 0: rho = 0.5 still pushed down, rho = 1.5 capped
     assert info["clip_frac"] == 0.5
 
+def test_ppo_clip_control_bounds_both_sides():
+    "clip='ppo' is PPO's pessimistic clip: for C < 0 the push stops below 1 - eps and pulls back above 1 + eps; for C > 0 it equals the released loss."
+    lp = torch.log(torch.tensor([[0.5, 1.0, 1.5]])).requires_grad_()
+    loss, _ = verification_loss(lp, torch.zeros(1, 3), torch.tensor([-1.0]), torch.ones(1, 3), eps=0.2, clip="ppo")
+    loss.backward()
+    torch.testing.assert_close(lp.grad, torch.tensor([[0.0, 1.0, 1.5]]) / 3)
+    for c in (0.7, 2.0):
+        a = verification_loss(lp.detach(), torch.zeros(1, 3), torch.tensor([c]), torch.ones(1, 3), clip="ppo")[0]
+        b = verification_loss(lp.detach(), torch.zeros(1, 3), torch.tensor([c]), torch.ones(1, 3))[0]
+        torch.testing.assert_close(a, b)
+    with pytest.raises(ValueError, match="unknown clip"): verification_loss(lp, torch.zeros(1, 3), torch.ones(1), torch.ones(1, 3), clip="dual")
+
+def test_zero_coef_control_is_a_momentum_only_step():
+    "With zero_coef the loss and every gradient are 0, yet the AdamW step still moves the weights (momentum of the base update)."
+    tr = Trainer.setup(recipe_config("testbed", **TINY | dict(checkpoint_every=0)))
+    pp = PIPO(tr, PIPOConfig(**PCFG, zero_coef=True))
+    tr.train_step()
+    before = copy.deepcopy(tr.policy.state_dict())
+    out = pp.verification_update(tr, 3.0)
+    assert out["pipo_loss"] == 0.0 and out["pipo_grad_norm"] == 0.0 and out["pipo_coef_abs"] == 0.0
+    assert any(not torch.equal(before[k], v) for k, v in tr.policy.state_dict().items())
+
 def cached_logp(tr, pp):
     "(sum of log-probs of the cached completions with A_prog > 0, with A_prog < 0, and the A_prog-weighted token mean the update ascends)."
     mb = collate_rows(pp.cache, tr.tok.pad_token_id, tr.device)

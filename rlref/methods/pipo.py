@@ -13,9 +13,9 @@ from ..core import masked_mean
 from .replay import rollout_rows, collate_rows, _plain
 
 # %% auto #0
-__all__ = ['ANCHORS', 'PIPO_VARIANTS', 'anchor_window', 'progress_anchor', 'normalised_progress', 'sequence_advantages',
-           'progress_attribution', 'pipo_coefficient', 'verification_loss', 'ppo_gate', 'FlipRewards', 'PIPOConfig',
-           'PIPO', 'correlation_interval']
+__all__ = ['ANCHORS', 'VERIFY_CLIPS', 'PIPO_VARIANTS', 'anchor_window', 'progress_anchor', 'normalised_progress',
+           'sequence_advantages', 'progress_attribution', 'pipo_coefficient', 'verification_loss', 'ppo_gate',
+           'FlipRewards', 'PIPOConfig', 'PIPO', 'correlation_interval']
 
 # %% ../../nbs/15_policy_improvement.ipynb #a25a690a
 ANCHORS = ("paper", "released")
@@ -76,21 +76,28 @@ def pipo_coefficient(a_prog: torch.Tensor,  # (B,) progress attribution A^prog
     return (a_prog * xi).clamp(-clip, clip)
 
 # %% ../../nbs/15_policy_improvement.ipynb #adbdfd8d
+VERIFY_CLIPS = ("released", "ppo")
+
 def verification_loss(logprobs: torch.Tensor,  # (B, C) log pi_theta of the cached completions (differentiable)
                       behaviour_logprobs: torch.Tensor,  # (B, C) log pi_{theta_{t-1}}, stored when the batch was sampled
                       coef: torch.Tensor,  # (B,) C_{t-1,i}, broadcast over each row's tokens
                       mask: torch.Tensor,  # (B, C) completion mask
                       eps: float = 0.2,  # ratio clip
                       scale: float = 1.0,  # s_t: 1 when xi_t >= 0, else loss_scale_neg
+                      clip: str = "released",  # released: min over the ratios (a cap above only); ppo: PPO's min over ratio x C (a control)
                      ) -> tuple[torch.Tensor, dict]:
     "L_PI = -token_mean[min(rho, clip(rho, 1-eps, 1+eps)) C] s: the released code's min over the ratios (an upper cap only), and its metrics."
+    if clip not in VERIFY_CLIPS: raise ValueError(f"unknown clip {clip!r}; choose one of {VERIFY_CLIPS}")
     if not (logprobs.shape == behaviour_logprobs.shape == mask.shape and coef.shape == logprobs.shape[:1]):
         raise ValueError(f"shapes disagree: logprobs {tuple(logprobs.shape)}, behaviour {tuple(behaviour_logprobs.shape)}, "
                          f"mask {tuple(mask.shape)}, coef {tuple(coef.shape)} (need (B, C), (B, C), (B, C), (B,))")
     log_ratio = (logprobs - behaviour_logprobs).clamp(-20, 20)           # (B, C)
     ratio = log_ratio.exp()
-    capped = torch.minimum(ratio, ratio.clamp(1 - eps, 1 + eps))         # = min(rho, 1 + eps)
-    loss = masked_mean(-capped * coef[:, None], mask) * scale
+    if clip == "released":
+        capped = torch.minimum(ratio, ratio.clamp(1 - eps, 1 + eps))     # = min(rho, 1 + eps)
+        obj = capped * coef[:, None]                                      # (B, C)
+    else: obj = torch.minimum(ratio * coef[:, None], ratio.clamp(1 - eps, 1 + eps) * coef[:, None])   # (B, C) PPO's pessimistic bound
+    loss = masked_mean(-obj, mask) * scale
     m = mask.bool()
     return loss, dict(clip_frac=float((ratio[m] > 1 + eps).float().mean()) if m.any() else 0.0,
                       approx_kl=float(masked_mean(-log_ratio.detach(), mask)))
@@ -141,6 +148,8 @@ class PIPOConfig:
     gap_clip: float = 5.0            # |mu_t - mu_his| bound
     gate_low: float = -2.0           # ppo_gate: phi's lower bound [ppo_gate_min]
     gate_high: float = 2.0           # ppo_gate: phi's upper bound [ppo_gate_max]
+    clip: str = "released"           # control: "ppo" bounds the verification loss with PPO's clip instead of the released min over ratios
+    zero_coef: bool = False          # control: take the verification step with C = 0 (only AdamW's momentum and weight decay move)
 
     def __post_init__(self):
         for k in ("K", "min_steps"):
@@ -156,6 +165,8 @@ class PIPOConfig:
         for k in ("coef_clip", "gap_clip"):
             if not getattr(self, k) > 0: raise ValueError(f"{k} must be > 0, got {getattr(self, k)}")
         ppo_gate(0.0, self.gate_low, self.gate_high)
+        if self.clip not in VERIFY_CLIPS: raise ValueError(f"unknown clip {self.clip!r}; choose one of {VERIFY_CLIPS}")
+        if not isinstance(self.zero_coef, bool): raise ValueError(f"zero_coef must be True or False, got {self.zero_coef!r}")
 
 # %% ../../nbs/15_policy_improvement.ipynb #6692ae14
 class PIPO:
@@ -215,9 +226,10 @@ def verification_update(self: PIPO, tr, xi: float,  # the trainer; the verdict x
     mb = collate_rows(self.cache, tr.tok.pad_token_id, tr.device)
     a_prog = progress_attribution(torch.tensor([x["advantage"] for x in self.cache]), self.G)       # (B,)
     coef = pipo_coefficient(a_prog, xi, self.cfg.coef_clip).to(tr.device)                         # (B,)
+    if self.cfg.zero_coef: coef = torch.zeros_like(coef)                                           # the control: a step with no signal
     tr.opt.zero_grad(set_to_none=True)
     logp = tr.logprobs(tr.policy, mb, tr.algorithm.temperature(tr.cfg), grad=True)                # (B, C)
-    loss, info = verification_loss(logp, mb.extras["old_logprobs"], coef, mb.completion_mask, self.eps, scale)
+    loss, info = verification_loss(logp, mb.extras["old_logprobs"], coef, mb.completion_mask, self.eps, scale, self.cfg.clip)
     loss.backward()
     gnorm = torch.nn.utils.clip_grad_norm_([p for g in tr.opt.param_groups for p in g["params"]], tr.cfg.max_grad_norm)
     ok = bool(torch.isfinite(gnorm)) and bool(torch.isfinite(loss))
