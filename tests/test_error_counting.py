@@ -1,6 +1,6 @@
 """Chapter 34 (rlref.methods.error_counting): bad inputs fail with one clear message, the judges and calibration behave as stated,
 GRPO with the oracle reward lowers the true error mass, and the sweep script is resumable. Fast (seconds)."""
-import json, math, subprocess, sys
+import json, math, sys
 from pathlib import Path
 import pytest, torch
 from rlref.methods.error_counting import (AXES, ARMS, ALL_PROMPTS, garment, rendering, error_mass, explicit_judge, implicit_judge,
@@ -55,7 +55,7 @@ def test_error_mass_and_judges():
     s = torch.randn(16, 6) * torch.tensor([1, 10, 100, 1, 1, 1.])
     rt = group_calibrate(s, 8)
     assert torch.allclose(rt.view(2, 8, 6).sum(1), torch.zeros(2, 6), atol=1e-4)
-    assert torch.allclose(group_calibrate(s * 7 + 3, 8), rt, atol=1e-4)           # invariant to an axis's scale and offset
+    assert torch.allclose(group_calibrate(s * 7 + 3, 8), rt, atol=1e-3)           # invariant to an axis's scale and offset
 
 def test_rubric_penalises_valid_variation_and_rewards_the_reference():
     p = torch.tensor([[0, *garment("teal", "stripes", "long", "v")]])
@@ -79,12 +79,14 @@ def test_oracle_grpo_lowers_true_error_mass():
     e0, e1 = out["curve"][0]["E"], out["curve"][-1]["E"]
     assert e1 < 0.6 * e0, (e0, e1)                                              # seeds 0-4 in the chapter: all below half after 25 steps
 
-def test_sweep_is_resumable(tmp_path):
+def test_sweep_is_resumable(tmp_path, monkeypatch, capsys):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("error_counting_sweep", ROOT / "tools" / "error_counting_sweep.py")
+    sweep = importlib.util.module_from_spec(spec); spec.loader.exec_module(sweep)
     out = tmp_path / "s.jsonl"
-    cmd = [sys.executable, str(ROOT / "tools" / "error_counting_sweep.py"), "--seeds", "0", "--arms", "oracle", "rubric", "--steps", "3", "--out", str(out)]
-    env = {"PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
-    subprocess.run(cmd, check=True, env=env, capture_output=True)
+    monkeypatch.setattr(sys, "argv", ["error_counting_sweep.py", "--seeds", "0", "--arms", "oracle", "rubric", "--steps", "3", "--out", str(out)])
+    sweep.main()
     rows = [json.loads(l) for l in out.read_text().splitlines()]
     assert [r["arm"] for r in rows] == ["oracle", "rubric"] and len(rows[0]["samples"]) == 3 and len(rows[0]["samples"][0]) == 8
-    subprocess.run(cmd, check=True, env=env, capture_output=True)
+    sweep.main()
     assert len(out.read_text().splitlines()) == 2                                # nothing rerun
