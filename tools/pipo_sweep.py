@@ -8,7 +8,8 @@ Every run starts from the seed's shipped arith2 warm start with the testbed reci
 binary reward flipped with probability `flip` (rlref.methods.pipo.FlipRewards, its own generator seeded by the run's seed). PIPO arms:
 K = 8, min_steps = 8, paper anchor, loss_scale_neg 0 or 0.1, 100 steps. Two control arms (flip 0.2) repeat the
 loss_scale_neg 0.1 arm with PPO's two-sided clip in the verification loss (clip="ppo"), and with C = 0 (zero_coef: the extra AdamW
-step moves the weights by momentum and weight decay only); a third runs plain GRPO at lr 6e-4 (twice the recipe's). The GRPO arm runs 140 steps, so that it can be read at
+step moves the weights by momentum and weight decay only); a third runs plain GRPO at lr 6e-4 (twice the recipe's).
+Last, GRPO and PIPO (loss_scale_neg 0.1) both at lr 1.5e-4 (flip 0.2, seeds 0-4): the closed loop at half the step size. The GRPO arm runs 140 steps, so that it can be read at
 PIPO's CPU time as well as at its step. After every step (and before the first) the policy is scored greedily on the testbed's 500
 held-out rows (test[:500]): the per-step change of that accuracy is the "true improvement" prediction (a) correlates xi_t with.
 `train_cpu` is the process CPU time of each train_step (rollout, rewards, both updates), without the evaluation. Sized to the CPU
@@ -26,15 +27,18 @@ ARMS = {"grpo": (None, 140), "pipo-lsn0.1": (dict(loss_scale_neg=0.1), 100), "pi
         # controls for the collapse of the PIPO arms: the same steps with PPO's two-sided clip, and the same steps with C = 0
         "ctrl-ppoclip": (dict(loss_scale_neg=0.1, clip="ppo"), 100), "ctrl-zerocoef": (dict(loss_scale_neg=0.1, zero_coef=True), 100),
         # and plain GRPO at twice the learning rate: is a second step along the same direction enough to collapse?
-        "ctrl-grpo-lr6e-4": (None, 100)}
-ARM_CFG = {"ctrl-grpo-lr6e-4": dict(lr=6e-4)}
+        "ctrl-grpo-lr6e-4": (None, 100),
+        # half the lr for both, since PIPO takes two optimizer steps per batch: the closed loop at a step size it does not break
+        "grpo-lr1.5e-4": (None, 100), "pipo-lsn0.1-lr1.5e-4": (dict(loss_scale_neg=0.1), 100)}
+ARM_CFG = {"ctrl-grpo-lr6e-4": dict(lr=6e-4), "grpo-lr1.5e-4": dict(lr=1.5e-4), "pipo-lsn0.1-lr1.5e-4": dict(lr=1.5e-4)}
 MAIN, CONTROLS = ("grpo", "pipo-lsn0.1", "pipo-lsn0"), ("ctrl-ppoclip", "ctrl-zerocoef", "ctrl-grpo-lr6e-4")
+HALF_LR = ("grpo-lr1.5e-4", "pipo-lsn0.1-lr1.5e-4")
 PIPO = dict(K=8, min_steps=8, anchor="paper")
 KEEP = ("pipo_xi", "pipo_mu_his", "pipo_sigma_his", "pipo_updated", "pipo_scale", "pipo_grad_norm", "pipo_clip_frac", "pipo_approx_kl",
         "pipo_seconds", "grad_norm")
 # flip 0.2: the main arms on seeds 0-4, then the controls on seeds 0-2 (then 3-4); then flip 0 (main arms, seeds 0-2, then 3-4)
 ORDER = ([(0.2, a, s) for s in range(5) for a in MAIN] + [(0.2, a, s) for seeds in ((0, 1, 2), (3, 4)) for s in seeds for a in CONTROLS]
-         + [(0.0, a, s) for seeds in ((0, 1, 2), (3, 4)) for s in seeds for a in MAIN])
+         + [(0.0, a, s) for seeds in ((0, 1, 2), (3, 4)) for s in seeds for a in MAIN] + [(0.2, a, s) for s in range(5) for a in HALF_LR])
 
 def run(flip: float, arm: str, seed: int, steps: int | None = None) -> dict:
     from rlref.trainer import recipe_config, Trainer
