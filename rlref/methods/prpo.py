@@ -5,11 +5,14 @@
 # %% ../../nbs/18_tabular_prpo.ipynb #prpo0002
 from __future__ import annotations
 import math, numbers
+from tqdm.auto import tqdm
 from dataclasses import dataclass, asdict
 import numpy as np
 import torch
 from tokenizers import Tokenizer, models as tk_models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
+import sklearn.datasets
+from sklearn.model_selection import train_test_split
 from ..core import seed_everything
 from ..models import SPECIAL_TOKENS, make_tiny_llama, sft_warm_start
 from ..advantages import group_advantages
@@ -46,7 +49,6 @@ def load_table(name: str,  # one of TABLES: "iris", "wine", "breast_cancer"
               ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     "One of scikit-learn's bundled tables, checked: (X (R, d), y (R,), column names)."
     if name not in TABLES: raise ValueError(f"unknown dataset {name!r}; choose one of {sorted(TABLES)}")
-    import sklearn.datasets
     d = getattr(sklearn.datasets, TABLES[name])()
     names = [str(n) for n in d.feature_names]
     X, y = check_table(d.data, d.target, names)
@@ -58,7 +60,6 @@ def split_table(y: np.ndarray,  # (R,) labels
                 test_size: float = 0.3,  # share of rows held out
                ) -> tuple[np.ndarray, np.ndarray]:
     "Stratified, seeded train/test row indices (scikit-learn's train_test_split)."
-    from sklearn.model_selection import train_test_split
     return train_test_split(np.arange(len(y)), test_size=test_size, stratify=y, random_state=seed)
 
 def k_shot_rows(y: np.ndarray,  # (R,) labels of the training rows
@@ -282,7 +283,6 @@ def train_rl(model, tokenizer,
              progress: bool = False,  # a tqdm bar
             ) -> list[dict]:
     "cfg.steps rl_steps with AdamW; returns each step's metrics."
-    from tqdm.auto import tqdm
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
     gen = torch.Generator().manual_seed(cfg.seed)
     model.train()
