@@ -62,3 +62,14 @@ def test_rl_step_moves_weights():
         m = rl_step(pol, torch.optim.AdamW(pol.parameters(), lr=1e-3, weight_decay=0.0), tok, B[rows], y[rows], PRPOConfig(arm=arm, rows_per_step=30), torch.Generator().manual_seed(0))
         assert 0 <= m["zero_signal"] <= m["zero_intra"] <= 1
         assert any((p - q).abs().max() > 0 for p, q in zip(pol.parameters(), before)), arm
+
+def test_sweep_records_what_the_chapter_reads():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import prpo_sweep
+    recs = list(prpo_sweep.run_job("iris", 4, 0, ["sklearn", "sft", "fixed", "prpo"], steps=2, sft_steps=2))
+    assert [r["arm"] for r in recs] == ["sklearn", "sft", "fixed", "prpo"]
+    assert {"logreg_full", "hgb_full", "logreg_k", "hgb_k"} <= set(recs[0])
+    for r in recs[1:]: assert {"acc_random", "acc_fixed", "consistency"} <= set(r) and r["n_test"] == 45
+    assert len(recs[-1]["zero_signal"]) == 2 and len(recs[-1]["zero_intra"]) == 2
