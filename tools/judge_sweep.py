@@ -18,6 +18,7 @@ from seed_sweep_common import parse_overrides
 from rlref.methods.judges import judge_warm_start, arm_config, judge_trainer, sampled_eval, held_out, completion_stats
 
 REWARDS, ALGOS = ("proxy", "strict", "single"), ("grpo", "drgrpo")
+ORDER = [("proxy", "grpo"), ("strict", "drgrpo"), ("strict", "grpo"), ("proxy", "drgrpo"), ("single", "drgrpo"), ("single", "grpo")]   # the headline pairs first
 
 def run(reward, algo, seed, over, a):
     cfg = arm_config(reward, algo, seed, judge_warm_start(seed), **over)
@@ -57,8 +58,8 @@ def main():
     rows = [json.loads(l) for l in out.read_text().splitlines() if l.strip()] if out.is_file() else []
     done = {(r["reward"], r["algo"], r["seed"]) for r in rows if r["overrides"] == over}
     for seed in a.seeds:
-        for reward in a.rewards:
-            for algo in a.algos:
+        arms = [(r, g) for r, g in ORDER if r in a.rewards and g in a.algos] + [(r, g) for r in a.rewards for g in a.algos if (r, g) not in ORDER]
+        for reward, algo in arms:
                 if (reward, algo, seed) in done: continue
                 rec = run(reward, algo, seed, over, a)
                 with out.open("a") as f: f.write(json.dumps(rec) + "\n")
