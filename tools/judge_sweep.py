@@ -4,7 +4,7 @@
 the hackable proxy, the strict panel (three criterion judges with flip rate 0.1, AND), a single noisy judge of gold quality (flip 0.1),
 and, with --rewards, the noise grid and_p0 / and_p0.2 / majority_p0.1 / majority_p0.2.
 
-One JSON line per (reward, algo, seed) in tools/judge_sweep.jsonl; rows already there are skipped (resumable; seed-major). Every step
+One JSON line per (reward, algo, seed) in tools/judge_sweep.jsonl; rows already there are skipped (resumable; arm-major, the headline pairs first). Every step
 records the rollout's gold success, proxy score and the mean lengths of gold and non-gold samples; every --eval_every steps the
 held-out targets (split 'test') are sampled --eval_n times each; the last rollout's first completions are kept as a gallery.
 
@@ -57,9 +57,9 @@ def main():
     out = Path(a.out)
     rows = [json.loads(l) for l in out.read_text().splitlines() if l.strip()] if out.is_file() else []
     done = {(r["reward"], r["algo"], r["seed"]) for r in rows if r["overrides"] == over}
-    for seed in a.seeds:
-        arms = [(r, g) for r, g in ORDER if r in a.rewards and g in a.algos] + [(r, g) for r in a.rewards for g in a.algos if (r, g) not in ORDER]
-        for reward, algo in arms:
+    arms = [(r, g) for r, g in ORDER if r in a.rewards and g in a.algos] + [(r, g) for r in a.rewards for g in a.algos if (r, g) not in ORDER]
+    for reward, algo in arms:                              # arm-major, headline pairs first: an interrupted sweep leaves whole arms
+        for seed in a.seeds:
                 if (reward, algo, seed) in done: continue
                 rec = run(reward, algo, seed, over, a)
                 with out.open("a") as f: f.write(json.dumps(rec) + "\n")
