@@ -14,8 +14,8 @@ from .models import make_char_tokenizer, make_tiny_llama, sft_warm_start, save_p
 
 # %% auto #0
 __all__ = ['TESTBED_TASK', 'EVAL_ROWS', 'WARM_STARTS', 'SHIPPED', 'SETTING_KEYS', 'validation_split', 'dir_sha256',
-           'build_warm_start', 'warm_start_dir', 'testbed_run', 'load_runs', 'select_runs', 'gain_at', 'plot_sweep',
-           'sweep_table', 'plot_seed_curves', 'seed_table']
+           'build_warm_start', 'cached_warm_start_path', 'warm_start_dir', 'testbed_run', 'load_runs', 'select_runs',
+           'gain_at', 'plot_sweep', 'sweep_table', 'plot_seed_curves', 'seed_table']
 
 # %% ../nbs/07b_testbed.ipynb #70e47750
 TESTBED_TASK = dict(task="arith", task_kwargs=dict(n_digits=2, n_train=5000, n_test=1000))  # 2-digit sums, split on unordered pairs
@@ -71,6 +71,16 @@ def build_warm_start(out,  # directory to write (save_policy layout + warm_start
     return rec
 
 # %% ../nbs/07b_testbed.ipynb #4622b7e1
+def cached_warm_start_path(name: str,  # the warm start's family, e.g. arith2 or a chapter's own (arith2ans, judgeexpr)
+                           seed: int = 0,
+                           overrides: dict | None = None,  # the recipe fields changed from the family's defaults (part of the name)
+                           cache_dir=None,  # default: $RLREF_CACHE or ~/.cache/rlref
+                          ) -> Path:
+    "Where a warm start built on this machine lives: <cache>/warm_starts/<name>[-<field><value>...]-s<seed>."
+    root = Path(cache_dir or os.environ.get("RLREF_CACHE", Path.home() / ".cache" / "rlref")) / "warm_starts"
+    tag = "" if not overrides else "-" + "-".join(f"{k}{v}" for k, v in sorted(overrides.items()))
+    return root / f"{name}{tag}-s{seed}"
+
 def warm_start_dir(name: str = "arith2",  # a key of WARM_STARTS
                    seed: int = 0,
                    cache_dir=None,  # where unshipped seeds are built (default: $RLREF_CACHE or ~/.cache/rlref)/warm_starts
@@ -84,8 +94,7 @@ def warm_start_dir(name: str = "arith2",  # a key of WARM_STARTS
         if (got := dir_sha256(d)) != shipped[seed]:
             raise ValueError(f"the warm start {d} does not match its SHA-256 (expected {shipped[seed][:12]}..., got {got[:12]}...): it was modified; reinstall rlref")
         return d
-    root = Path(cache_dir or os.environ.get("RLREF_CACHE", Path.home() / ".cache" / "rlref")) / "warm_starts"
-    d = root / f"{name}-s{seed}"
+    d = cached_warm_start_path(name, seed, cache_dir=cache_dir)
     if not (d / "warm_start.json").is_file():
         warnings.warn(f"no shipped {name} warm start for seed {seed}: building one into {d} (it matches this machine only)")
         build_warm_start(d, name, seed)

@@ -217,13 +217,11 @@ JUDGE_WARM_START = dict(base="arith2", lr=1e-3, batch_size=64, max_steps=400, ev
 def judge_warm_start(seed: int = 0, cache_dir=None, progress: bool = False, **overrides) -> Path:
     """The judge task's warm start of `seed`: the testbed's arith2 warm start fine-tuned on sft_completion targets of the train targets
     until the sampled gold success on the 'val' targets reaches min_gold; built once into the cache ($RLREF_CACHE or ~/.cache/rlref)."""
-    from rlref.testbed import warm_start_dir
+    from rlref.testbed import warm_start_dir, cached_warm_start_path
     from rlref.models import load_policy, save_policy, sft_warm_start
     from rlref.core import seed_everything
     spec = JUDGE_WARM_START | overrides
-    root = Path(cache_dir or os.environ.get("RLREF_CACHE", Path.home() / ".cache" / "rlref")) / "warm_starts"
-    tag = "" if not overrides else "-" + "-".join(f"{k}{v}" for k, v in sorted(overrides.items()))
-    d = root / f"judgeexpr{tag}-s{seed}"
+    d = cached_warm_start_path("judgeexpr", seed, overrides, cache_dir)
     if (d / "warm_start.json").is_file(): return d
     seed_everything(seed)
     policy, tok = load_policy(warm_start_dir(spec["base"], seed))

@@ -200,13 +200,11 @@ def format_warm_start(seed: int = 0,
                      ) -> Path:
     """The format-task warm start of `seed`: the testbed's shipped arith2 warm start of that seed, fine-tuned on `<ans>sum</ans>` targets of
     its own training split until the validation rows (test[500:]) are in format at `target_format`; built once into the cache."""
-    from rlref.testbed import warm_start_dir, TESTBED_TASK, validation_split
+    from rlref.testbed import warm_start_dir, cached_warm_start_path, TESTBED_TASK, validation_split
     from rlref.models import load_policy, save_policy, sft_warm_start
     from rlref.core import seed_everything
     spec = ANS_WARM_START | overrides
-    root = Path(cache_dir or os.environ.get("RLREF_CACHE", Path.home() / ".cache" / "rlref")) / "warm_starts"
-    tag = "" if not overrides else "-" + "-".join(f"{k}{v}" for k, v in sorted(overrides.items()))
-    d = root / f"arith2ans{tag}-s{seed}"
+    d = cached_warm_start_path("arith2ans", seed, overrides, cache_dir)
     if (d / "warm_start.json").is_file(): return d
     seed_everything(seed)
     policy, tok = load_policy(warm_start_dir(spec["base"], seed))
