@@ -15,12 +15,12 @@ One JSON line per (arm, seed) in tools/data_efficiency_sweep.jsonl; rows already
 
     cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/data_efficiency_sweep.py --seeds 0 1 2
 """
-import argparse, json, os, sys, time, traceback
+import json, os, sys, time, traceback
 from pathlib import Path
 import numpy as np
 import torch
 sys.path.insert(0, str(Path(__file__).parent))
-from seed_sweep_common import parse_overrides
+from seed_sweep_common import finished_runs, sweep_parser, parse_sweep_args
 from rlref.trainer import Trainer, recipe_config, TrainingStopped
 from rlref.testbed import build_warm_start
 from rlref.tasks import parse_int
@@ -84,8 +84,7 @@ def run(arm, seed, a, over):
                 hits="".join("1" if h else "0" for h in hits.tolist()), cpu_seconds=round(time.process_time() - t0, 1), **extra)
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap = sweep_parser("tools/data_efficiency_sweep.jsonl", "prompts_per_step=8")
     ap.add_argument("--arms", nargs="+", default=list(ARMS))
     ap.add_argument("--budget", type=int, default=160_000, help="generated completion tokens per run (refills included)")
     ap.add_argument("--evals", type=int, default=5, help="held-out evaluations per run (besides step 0)")
@@ -93,14 +92,9 @@ def main():
     ap.add_argument("--band_age", type=int, default=50, help="DifficultyBand max_age")
     ap.add_argument("--weak_target", type=float, default=0.15, help="validation exact match at which the weak warm start's SFT stops")
     ap.add_argument("--strong_target", type=float, default=0.8, help="validation exact match at which the strong warm start's SFT stops")
-    ap.add_argument("--set", default="", help="TrainConfig overrides, e.g. prompts_per_step=8")
-    ap.add_argument("--out", default="tools/data_efficiency_sweep.jsonl")
-    a = ap.parse_args()
-    torch.set_num_threads(1)
-    over = parse_overrides(a.set)
+    a, over = parse_sweep_args(ap)
     out = Path(a.out)
-    rows = [json.loads(l) for l in out.read_text().splitlines() if l.strip()] if out.is_file() else []
-    done = {(r["arm"], r["seed"]) for r in rows if r["overrides"] == over and r["budget"] == a.budget}
+    done = finished_runs(out, ("arm", "seed"), overrides=over, budget=a.budget)
     for seed in a.seeds:
         for arm in a.arms:
             if (arm, seed) in done: continue

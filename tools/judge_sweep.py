@@ -10,11 +10,11 @@ held-out targets (split 'test') are sampled --eval_n times each; the last rollou
 
     cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/judge_sweep.py --seeds 0 1 2
 """
-import argparse, json, sys, time
+import json, sys, time
 from pathlib import Path
 import torch
 sys.path.insert(0, str(Path(__file__).parent))
-from seed_sweep_common import parse_overrides
+from seed_sweep_common import finished_runs, sweep_parser, parse_sweep_args
 from rlref.methods.judges import judge_warm_start, arm_config, judge_trainer, sampled_eval, held_out, completion_stats
 
 REWARDS, ALGOS = ("proxy", "strict", "single"), ("grpo", "drgrpo")
@@ -42,21 +42,15 @@ def run(reward, algo, seed, over, a):
                 curve=curve, history=hist, gallery=gallery, cpu_seconds=round(time.process_time() - t0, 1))
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap = sweep_parser("tools/judge_sweep.jsonl", "steps=40")
     ap.add_argument("--rewards", nargs="+", default=list(REWARDS))
     ap.add_argument("--algos", nargs="+", default=list(ALGOS))
-    ap.add_argument("--set", default="", help="TrainConfig overrides, e.g. steps=40")
     ap.add_argument("--eval_every", type=int, default=20)
     ap.add_argument("--eval_n", type=int, default=8)
     ap.add_argument("--gallery", type=int, default=12)
-    ap.add_argument("--out", default="tools/judge_sweep.jsonl")
-    a = ap.parse_args()
-    torch.set_num_threads(1)
-    over = parse_overrides(a.set)
+    a, over = parse_sweep_args(ap)
     out = Path(a.out)
-    rows = [json.loads(l) for l in out.read_text().splitlines() if l.strip()] if out.is_file() else []
-    done = {(r["reward"], r["algo"], r["seed"]) for r in rows if r["overrides"] == over}
+    done = finished_runs(out, ("reward", "algo", "seed"), overrides=over)
     arms = [(r, g) for r, g in ORDER if r in a.rewards and g in a.algos] + [(r, g) for r in a.rewards for g in a.algos if (r, g) not in ORDER]
     for reward, algo in arms:                              # arm-major, headline pairs first: an interrupted sweep leaves whole arms
         for seed in a.seeds:

@@ -9,11 +9,11 @@ correctness (`hits`), exact-format rate (`fmt`), KL(pi_deployed || pi_sft) of wh
 
     cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/logit_averaging_sweep.py --seeds 0 1 2 --rewards correct
 """
-import argparse, copy, json, sys, time
+import copy, json, sys, time
 from pathlib import Path
 import torch
 sys.path.insert(0, str(Path(__file__).parent))
-from seed_sweep_common import parse_overrides
+from seed_sweep_common import finished_runs, sweep_parser, parse_sweep_args
 from rlref.trainer import Trainer, recipe_config
 from rlref.testbed import TESTBED_TASK
 from rlref.methods.logit_averaging import format_warm_start, logit_averaging_trainer, format_eval, drift_metrics, halves
@@ -57,21 +57,15 @@ def run(arm, seed, reward, over, a):
                 examples=ev["completions"][:8], kl_prompts=a.kl_prompts, kl_n=a.kl_n, cpu_seconds=round(time.process_time() - t0, 1))
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap = sweep_parser("tools/logit_averaging_sweep.jsonl", "steps=40")
     ap.add_argument("--arms", nargs="+", default=list(ARMS))
     ap.add_argument("--rewards", nargs="+", default=["correct"], help="correct (correctness only) and/or strict (correctness x format)")
-    ap.add_argument("--set", default="", help="TrainConfig overrides of SETTING, e.g. steps=40")
     ap.add_argument("--eval_every", type=int, default=10)
     ap.add_argument("--kl_prompts", type=int, default=50)
     ap.add_argument("--kl_n", type=int, default=4)
-    ap.add_argument("--out", default="tools/logit_averaging_sweep.jsonl")
-    a = ap.parse_args()
-    torch.set_num_threads(1)
-    over = parse_overrides(a.set)
+    a, over = parse_sweep_args(ap)
     out = Path(a.out)
-    rows = [json.loads(l) for l in out.read_text().splitlines() if l.strip()] if out.is_file() else []
-    done = {(r["reward"], r["arm"], r["seed"]) for r in rows if r["overrides"] == over}
+    done = finished_runs(out, ("reward", "arm", "seed"), overrides=over)
     for reward in a.rewards:                               # seed-major: every arm of a seed before the next seed
         for seed in a.seeds:
             for arm in a.arms:

@@ -1,5 +1,6 @@
 """The command line every tools/seed_sweep_<name>.py shares: run each check on each seed, one JSON line per (check, seed)."""
 import argparse, ast, json, time
+from pathlib import Path
 import torch
 
 def sweep_main(checks: dict, out: str, seeds=(0, 1, 2, 3, 4)):
@@ -27,3 +28,23 @@ def parse_overrides(s: str) -> dict:
 def run_key(seed, over: dict) -> str:
     "The key a resumable sweep uses to skip a (seed, setting) already in its log."
     return json.dumps([seed, sorted(over.items())])
+
+def finished_runs(out, keys: tuple, **match) -> set:
+    "The key tuples (r[k] for k in keys) of the rows already in the JSONL log `out` whose fields equal `match` (e.g. overrides=...): what a resumed sweep skips."
+    out = Path(out)
+    rows = [json.loads(l) for l in out.read_text().splitlines() if l.strip()] if out.is_file() else []
+    return {tuple(r[k] for k in keys) for r in rows if all(r.get(k) == v for k, v in match.items())}
+
+def sweep_parser(out: str, set_example: str = "steps=40", seeds=(0, 1, 2)) -> argparse.ArgumentParser:
+    "The options every resumable sweep shares: --seeds, --set (TrainConfig overrides) and --out (its JSONL log); add the sweep's own."
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, nargs="+", default=list(seeds))
+    ap.add_argument("--set", default="", help=f"TrainConfig overrides, e.g. {set_example}")
+    ap.add_argument("--out", default=out)
+    return ap
+
+def parse_sweep_args(ap: argparse.ArgumentParser) -> tuple:
+    "Parse a sweep's command line on one torch thread: (the arguments, the --set overrides as a dict)."
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    return a, parse_overrides(a.set)
