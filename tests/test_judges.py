@@ -7,7 +7,7 @@ import torch
 from rlref.advantages import compute_advantages
 from rlref.losses import aggregate_loss
 from rlref.methods.judges import (Judge, JudgePanel, combine_verdicts, check_scores, gold_reward, proxy_reward, parse_completion, n_ops,
-                                  make_reward, make_task, held_out, arm_config)
+                                  make_reward, make_task, held_out, arm_config, split_targets, RewardModelJudge, rm_features, auc, RM_CHARS)
 
 even = lambda prompts, completions, **kw: [float(int(c) % 2 == 0) for c in completions]
 
@@ -79,8 +79,24 @@ def test_grpo_length_weighting_vs_dr_grpo_on_literal_tensors():
 def test_task_splits_are_held_out_by_target_and_arms_are_trainer_configs(tmp_path):
     task = make_task("judge_expr", seed=0)
     tr, te, va = set(task.train["target"]), set(held_out(task, "test")["target"]), set(held_out(task, "val")["target"])
-    assert not (tr & te) and not (tr & va) and not (te & va) and len(te) == 48
+    assert not (tr & te) and not (tr & va) and not (te & va) and len(te) == 48 and len(va) == 24
+    places = lambda ts: {(k, t // 10 ** k % 10) for t in ts for k in (0, 1)}
+    assert places(te | va) <= places(tr)                               # every digit a held-out answer needs is trained in its place
+    assert split_targets() == split_targets() and split_targets(split_seed=1) != split_targets()
+    with pytest.raises(ValueError, match="test_frac"): split_targets(test_frac=0.95, val_frac=0.1)
     assert gold_reward(None, list(task.train["answer"]), list(task.train["target"])) == [1.0] * len(task.train)
     cfg = arm_config("strict", "drgrpo", 0, tmp_path)
     assert (cfg.loss_type, cfg.scale_rewards, cfg.task) == ("dr_grpo", "none", "judge_expr")
     assert (arm_config("proxy", "grpo", 0, tmp_path).loss_type, arm_config("proxy", "grpo", 0, tmp_path).scale_rewards) == ("grpo", "group")
+
+def test_learned_judge_learns_the_surface_of_gold_and_refuses_bad_training_data():
+    c = ["3*5+2", "2*7+3", "ok 4*4+1", "9+8", "ok so 10+7", "3*5+2+0+0+0+0", "17", "1+16"]
+    y = gold_reward(None, c, [17] * 8)
+    rm = RewardModelJudge().fit(c, [17] * 8, y)
+    p = rm(None, ["2*8+3", "9+8"], target=[17] * 2)                    # a wrong value of the gold shape beats a right value of the wrong shape
+    assert p[0] > 0.5 > p[1]
+    assert auc(rm.score(c, [17] * 8), y) == 1.0 and rm_features(c, [17] * 8).shape == (8, 8 + len(RM_CHARS))
+    with pytest.raises(ValueError, match="both classes"): RewardModelJudge().fit(c[:3], [17] * 3, y[:3])
+    with pytest.raises(ValueError, match="one label and one target"): RewardModelJudge().fit(c, [17] * 8, y[:5])
+    with pytest.raises(ValueError, match="not fitted"): RewardModelJudge()(None, c, target=[17] * 8)
+    with pytest.raises(ValueError, match="pass model="): make_reward("rm")

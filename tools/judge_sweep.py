@@ -2,7 +2,8 @@
 (`judge_expr`: a target integer, an optional filler, then an expression), from each seed's judge warm start
 (rlref.methods.judges.judge_warm_start, built once into the cache), under several reward designs (rlref.methods.judges.make_reward):
 the hackable proxy, the strict panel (three criterion judges with flip rate 0.1, AND), a single noisy judge of gold quality (flip 0.1),
-and, with --rewards, the noise grid and_p0 / and_p0.2 / majority_p0.1 / majority_p0.2.
+and, with --rewards, the noise grid and_p0 / and_p0.2 / majority_p0.1 / majority_p0.2 and the learned judge rm / rm_strict
+(its train and held-out accuracy is stored with the run).
 
 One JSON line per (reward, algo, seed) in tools/judge_sweep.jsonl; rows already there are skipped (resumable; arm-major, the headline pairs first). Every step
 records the rollout's gold success, proxy score and the mean lengths of gold and non-gold samples; every --eval_every steps the
@@ -15,7 +16,7 @@ from pathlib import Path
 import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from seed_sweep_common import finished_runs, sweep_parser, parse_sweep_args
-from rlref.methods.judges import judge_warm_start, arm_config, judge_trainer, sampled_eval, held_out, completion_stats
+from rlref.methods.judges import judge_warm_start, arm_config, judge_trainer, sampled_eval, held_out, completion_stats, train_reward_model
 
 REWARDS, ALGOS = ("proxy", "strict", "single"), ("grpo", "drgrpo")
 ORDER = [("proxy", "grpo"), ("strict", "drgrpo"), ("strict", "grpo"), ("proxy", "drgrpo"), ("single", "drgrpo"), ("single", "grpo")]   # the headline pairs first
@@ -38,7 +39,8 @@ def run(reward, algo, seed, over, a):
     r = sample(tr.policy, tr.tok, list(test["prompt"][:a.gallery]), n=1, max_new_tokens=tr.max_new_tokens, temperature=cfg.temperature, generator=g)
     s = completion_stats(r.completions, list(test["target"][:a.gallery]))
     gallery = [dict(prompt=p, completion=c, gold=s["gold"][i], proxy=round(s["proxy"][i], 3)) for i, (p, c) in enumerate(zip(r.prompts, r.completions))]
-    return dict(reward=reward, algo=algo, seed=seed, overrides=over, setting={k: getattr(cfg, k) for k in ("lr", "prompts_per_step", "samples_per_prompt", "temperature", "steps", "loss_type", "scale_rewards")},
+    rm = dict(rm_report=train_reward_model(judge_warm_start(seed), seed).report) if reward.startswith("rm") else {}   # the learned judge's accuracy (cached)
+    return rm | dict(reward=reward, algo=algo, seed=seed, overrides=over, setting={k: getattr(cfg, k) for k in ("lr", "prompts_per_step", "samples_per_prompt", "temperature", "steps", "loss_type", "scale_rewards")},
                 curve=curve, history=hist, gallery=gallery, cpu_seconds=round(time.process_time() - t0, 1))
 
 def main():

@@ -12,10 +12,11 @@ from ..tasks import TASKS, REWARD_FUNCS, safe_eval, make_task, greedy_completion
 
 # %% auto #0
 __all__ = ['COMBINE_MODES', 'FILLER_WORDS', 'MAX_EXPR_LEN', 'MIN_OPS', 'FILLER_BONUS', 'JUDGE_WARM_START', 'ALGOS', 'JUDGES',
-           'check_scores', 'Judge', 'JudgePanel', 'combine_verdicts', 'parse_completion', 'n_ops', 'value_ok', 'ops_ok',
-           'length_ok', 'gold_reward', 'proxy_reward', 'expr_format_reward', 'split_of', 'gold_expression',
-           'sft_completion', 'make_judge_expr', 'held_out', 'completion_stats', 'summarize_stats', 'sampled_eval',
-           'judge_warm_start', 'make_reward', 'arm_config', 'judge_trainer']
+           'RM_CHARS', 'check_scores', 'Judge', 'JudgePanel', 'combine_verdicts', 'parse_completion', 'n_ops',
+           'value_ok', 'ops_ok', 'length_ok', 'gold_reward', 'proxy_reward', 'expr_format_reward', 'split_targets',
+           'gold_expression', 'sft_completion', 'make_judge_expr', 'held_out', 'completion_stats', 'summarize_stats',
+           'sampled_eval', 'judge_warm_start', 'make_reward', 'arm_config', 'judge_trainer', 'rm_features',
+           'RewardModelJudge', 'auc', 'train_reward_model']
 
 # %% ../../nbs/16_judge_rewards.ipynb #56147988
 COMBINE_MODES = ("and", "majority", "mean")
@@ -140,9 +141,16 @@ def expr_format_reward(prompts: list[str], completions: list[str], **kwargs) -> 
     return [float(_value(parse_completion(c)[1]) is not None) for c in completions]
 
 # %% ../../nbs/16_judge_rewards.ipynb #0098dc9a
-def split_of(t: int) -> str:
-    "Which split a target belongs to: 'test' (multiples of 5), 'val' (t % 10 == 3) or 'train' (the rest): held out by target."
-    return "test" if t % 5 == 0 else "val" if t % 10 == 3 else "train"
+def split_targets(lo: int = 10, hi: int = 249,  # targets lo..hi
+                  test_frac: float = 0.2,  # share held out for what runs report
+                  val_frac: float = 0.1,  # share held out for the warm start's stopping rule
+                  split_seed: int = 0,  # the shuffle's seed: one split for every run seed, so seeds differ only by their draws
+                 ) -> dict[int, str]:
+    "target -> 'test' | 'val' | 'train': a seeded shuffle of lo..hi, the first test_frac of it held out for reports, the next val_frac for validation."
+    if not (0 < test_frac and 0 <= val_frac and test_frac + val_frac < 1): raise ValueError(f"need 0 < test_frac, 0 <= val_frac and test_frac + val_frac < 1, got {test_frac!r}, {val_frac!r}")
+    ts = list(range(lo, hi + 1)); random.Random(split_seed).shuffle(ts)
+    n_test, n_val = round(test_frac * len(ts)), round(val_frac * len(ts))
+    return {t: "test" if i < n_test else "val" if i < n_test + n_val else "train" for i, t in enumerate(ts)}
 
 def gold_expression(t: int, rng: random.Random) -> str:
     "One gold expression for target t (two operators, at most 12 characters): a*b+c, a*b-c or a+b+c."
@@ -173,10 +181,10 @@ def sft_completion(t: int, rng: random.Random, p_filler: float = 0.5, p_trivial:
 def make_judge_expr(lo: int = 10, hi: int = 249,  # targets lo..hi
                     n_train: int | None = None, n_test: int | None = None,  # unused (the split is by target), kept for make_task
                     seed: int = 0) -> tuple[Dataset, Dataset]:
-    "Prompts `t:` for every target; train = targets of split 'train', test = the 'test' targets then the 'val' targets (column `split`)."
+    "Prompts `t:` for every target; train = targets of split 'train', test = the 'test' targets then the 'val' targets (column `split`), by split_targets."
     if not (isinstance(lo, int) and isinstance(hi, int) and 3 <= lo and hi - lo >= 20): raise ValueError(f"targets need 3 <= lo and hi - lo >= 20, got lo={lo!r}, hi={hi!r}")
-    rng = random.Random(seed)
-    rows = [dict(prompt=f"{t}:", target=t, answer=gold_expression(t, rng), split=split_of(t)) for t in range(lo, hi + 1)]
+    rng, split = random.Random(seed), split_targets(lo, hi)
+    rows = [dict(prompt=f"{t}:", target=t, answer=gold_expression(t, rng), split=split[t]) for t in range(lo, hi + 1)]
     tr = [r for r in rows if r["split"] == "train"]; te = [r for r in rows if r["split"] == "test"] + [r for r in rows if r["split"] == "val"]
     return Dataset.from_list(tr), Dataset.from_list(te)
 
@@ -221,7 +229,7 @@ def judge_warm_start(seed: int = 0, cache_dir=None, progress: bool = False, **ov
     from rlref.models import load_policy, save_policy, sft_warm_start
     from rlref.core import seed_everything
     spec = JUDGE_WARM_START | overrides
-    d = cached_warm_start_path("judgeexpr", seed, overrides, cache_dir)
+    d = cached_warm_start_path("judgeexpr2", seed, overrides, cache_dir)   # judgeexpr2: the shuffled split
     if (d / "warm_start.json").is_file(): return d
     seed_everything(seed)
     policy, tok = load_policy(warm_start_dir(spec["base"], seed))
@@ -245,13 +253,19 @@ ALGOS = {"grpo": dict(loss_type="grpo", scale_rewards="group"),       # GRPO: 1/
          "drgrpo": dict(loss_type="dr_grpo", scale_rewards="none")}   # Dr. GRPO: token sum / constant (B * max_new_tokens), R - mean only
 JUDGES = {"value": value_ok, "ops": ops_ok, "length": length_ok}
 
-def make_reward(name: str,  # "proxy", "strict" (= and_p0.1), "single" (= single_p0.1), or "<and|majority|mean|single>_p<flip>"
-                seed: int = 0):  # seed of the judges' flips
-    "The reward function of a reward design, in TRL's signature: the proxy, a panel of the three criterion judges, or one judge of gold quality."
+def make_reward(name: str,  # "proxy", "strict" (= and_p0.1), "single" (= single_p0.1), "<and|majority|mean|single>_p<flip>", "rm" or "rm_strict"
+                seed: int = 0,  # seed of the judges' flips
+                model=None):  # the warm start directory the learned judge (rm, rm_strict) is trained on
+    "The reward function of a reward design, in TRL's signature: the proxy, a panel of the three criterion judges, one judge of gold quality, or the learned judge (alone, or in an AND panel with the criterion judges at flip 0.1)."
     if name == "proxy": return proxy_reward
+    if name in ("rm", "rm_strict"):
+        if model is None: raise ValueError(f"reward design {name!r} trains a learned judge on a policy's samples: pass model=<warm start directory>")
+        rm = train_reward_model(model, seed)
+        if name == "rm": return JudgePanel([rm], "mean")
+        return JudgePanel([Judge(k, f, 0.1, seed + 1000 * i) for i, (k, f) in enumerate(JUDGES.items())] + [rm], "and")
     name = {"strict": "and_p0.1", "single": "single_p0.1"}.get(name, name)
     m = re.fullmatch(r"(and|majority|mean|single)_p([0-9.]+)", name)
-    if m is None: raise ValueError(f"unknown reward design {name!r}: use proxy, strict, single or <and|majority|mean|single>_p<flip>")
+    if m is None: raise ValueError(f"unknown reward design {name!r}: use proxy, strict, single, rm, rm_strict or <and|majority|mean|single>_p<flip>")
     mode, flip = m.group(1), float(m.group(2))
     if mode == "single": return JudgePanel([Judge("gold", gold_reward, flip, seed)], "and")
     return JudgePanel([Judge(k, f, flip, seed + 1000 * i) for i, (k, f) in enumerate(JUDGES.items())], mode)
@@ -260,7 +274,7 @@ def arm_config(reward: str, algo: str, seed: int, model, **overrides):
     "The TrainConfig of one arm: the testbed recipe on the judge task from `model` (a warm start directory), reward design `reward`, `algo` in ALGOS."
     from rlref.trainer import recipe_config
     if algo not in ALGOS: raise ValueError(f"algo must be one of {sorted(ALGOS)}, got {algo!r}")
-    kw = dict(warm_start=None, model=str(model), task="judge_expr", task_kwargs={}, reward_funcs=[make_reward(reward, seed)], eval_every=0, kl_every=0,
+    kw = dict(warm_start=None, model=str(model), task="judge_expr", task_kwargs={}, reward_funcs=[make_reward(reward, seed, model)], eval_every=0, kl_every=0,
               progress=False, checkpoint_every=0, temperature=1.0, steps=40, prompts_per_step=32, samples_per_prompt=8, lr=3e-4)
     return recipe_config("testbed", seed=seed, **(kw | ALGOS[algo] | overrides))
 
@@ -275,3 +289,79 @@ def judge_trainer(cfg):
     tr.add_hook("after_rewards", stats)
     tr.add_hook("after_step", lambda t, m: m | {f"rollout_{k}": v for k, v in box["s"].items()})
     return tr
+
+# %% ../../nbs/16_judge_rewards.ipynb #66fd69ce
+RM_CHARS = "0123456789+-*() "
+
+def rm_features(completions: list[str],  # B completions
+                target: list,  # B target integers
+               ) -> torch.Tensor:
+    "(B, F) surface features a learned judge sees: filler length, expression length, parses, operator count one-hot (0, 1, 2, 3+), character counts, share of the target's digits reused."
+    rows = []
+    for c, t in zip(completions, target):
+        filler, expr = parse_completion(c)
+        k = min(n_ops(expr), 3)
+        digits = str(int(t)); left = list(expr)
+        reused = sum(1 for d in digits if d in left and not left.remove(d))          # each expression digit counts once
+        rows.append([len(filler) / 10, len(expr) / 10, float(_value(expr) is not None)] + [float(k == i) for i in range(4)]
+                    + [expr.count(ch) / 4 for ch in RM_CHARS] + [reused / len(digits)])
+    return torch.tensor(rows, dtype=torch.float64)                                    # (B, F)
+
+class RewardModelJudge:
+    "A learned judge: logistic regression on rm_features, fit to 0/1 labels; called in TRL's signature it returns P(accept) per completion."
+    def __init__(self, name: str = "rm"): self.name = self.__name__ = name; self.w = None
+    def fit(self, completions: list[str], target: list, labels: list,  # labelled samples: 1 = gold
+            steps: int = 500, lr: float = 0.1, l2: float = 1e-3):
+        "Full-batch Adam on the mean logistic loss + l2 |w|^2; deterministic. Needs both labels present."
+        y = torch.tensor([float(v) for v in labels], dtype=torch.float64)                # (N,)
+        if len(y) != len(completions) or len(y) != len(target): raise ValueError(f"fit needs one label and one target per completion, got {len(completions)} completions, {len(target)} targets, {len(y)} labels")
+        if not ((y == 0) | (y == 1)).all() or y.min() == y.max(): raise ValueError(f"labels must be 0/1 with both classes present (a judge trained on one class learns nothing), got {sorted(set(y.tolist()))}")
+        X = rm_features(completions, target)                                           # (N, F)
+        self.w = torch.zeros(X.shape[1] + 1, dtype=torch.float64, requires_grad=True)   # (F + 1,): weights and a bias
+        opt = torch.optim.Adam([self.w], lr=lr)
+        with torch.enable_grad():                                                       # also when called under no_grad
+            for _ in range(steps):
+                logits = X @ self.w[:-1] + self.w[-1]                                  # (N,)
+                loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, y) + l2 * (self.w[:-1] ** 2).sum()
+                opt.zero_grad(); loss.backward(); opt.step()
+        self.w = self.w.detach()
+        return self
+    def score(self, completions: list[str], target: list) -> torch.Tensor:
+        "(B,) P(gold | features)."
+        if self.w is None: raise ValueError(f"reward model {self.name!r} is not fitted: call fit(completions, target, labels) first")
+        return torch.sigmoid(rm_features(completions, target) @ self.w[:-1] + self.w[-1])
+    def __call__(self, prompts: list[str], completions: list[str], target: list, **columns) -> list[float]:
+        return self.score(completions, target).tolist()
+
+def auc(scores, labels) -> float:
+    "Area under the ROC curve: P(score of a random positive > score of a random negative), ties counting one half."
+    s, y = torch.as_tensor(scores, dtype=torch.float64), torch.as_tensor(labels, dtype=torch.float64)
+    pos, neg = s[y == 1], s[y == 0]
+    if not len(pos) or not len(neg): return float("nan")
+    d = pos[:, None] - neg[None, :]                                                    # (P, N)
+    return float((d > 0).double().mean() + 0.5 * (d == 0).double().mean())
+
+@torch.no_grad()
+def train_reward_model(model_dir,  # a warm start directory: the policy whose samples are scored
+                       seed: int = 0, n: int = 8,  # samples per training target
+                       temperature: float = 1.0, max_new_tokens: int = 40) -> RewardModelJudge:
+    """A RewardModelJudge fit to n samples per training target of the policy in `model_dir`, labelled by gold_reward; `.report` holds its
+    train and held-out ('val' targets) accuracy and AUC. Deterministic given the seed (cached per directory in memory)."""
+    key = (str(model_dir), seed, n, temperature, max_new_tokens)
+    if key in _RM_CACHE: return _RM_CACHE[key]
+    from rlref.models import load_policy
+    from rlref.rollout import sample
+    policy, tok = load_policy(model_dir)
+    task = make_task("judge_expr", seed=seed)
+    def draw(rows, s):
+        r = sample(policy, tok, list(rows["prompt"]), n=n, max_new_tokens=max_new_tokens, temperature=temperature, generator=torch.Generator().manual_seed(s))
+        t = [x for x in rows["target"] for _ in range(n)]
+        return r.completions, t, gold_reward(None, r.completions, t)
+    c, t, y = draw(task.train, seed); cv, tv, yv = draw(held_out(task, "val"), seed + 1)
+    rm = RewardModelJudge().fit(c, t, y)
+    acc = lambda cs, ts, ys: float(((rm.score(cs, ts) >= 0.5).double() == torch.tensor(ys, dtype=torch.float64)).double().mean())
+    rm.report = dict(n_train=len(c), gold_rate=sum(y) / len(y), train_acc=acc(c, t, y), train_auc=auc(rm.score(c, t), y),
+                     val_acc=acc(cv, tv, yv), val_auc=auc(rm.score(cv, tv), yv), val_gold_rate=sum(yv) / len(yv))
+    _RM_CACHE[key] = rm
+    return rm
+_RM_CACHE = {}
