@@ -525,7 +525,7 @@ def reward_func(spec,  # a REWARD_FUNCS name, a 'module:function' import string,
 
 # %% ../nbs/02_tasks.ipynb #12eba9d6
 class RewardMix:
-    "Reward functions with weights (TRL's reward_funcs/reward_weights): the reward is the weighted sum, a None from a function counting 0."
+    "Reward functions with weights (TRL's reward_funcs/reward_weights): the reward is the weighted sum, a None from a function counting 0 (a NaN or inf is refused)."
     def __init__(self, funcs: list,  # REWARD_FUNCS names, 'module:function' strings or callables
                  weights: list | None = None):  # one finite weight per function (None = all 1.0)
         if isinstance(funcs, str) or callable(funcs): funcs = [funcs]
@@ -550,7 +550,7 @@ class RewardMix:
         for name, fn in zip(self.names, self.funcs):
             vals = fn(prompts=prompts, completions=completions, **columns)
             if len(vals) != len(completions): raise ValueError(f"reward function {name!r} returned {len(vals)} rewards for {len(completions)} completions")
-            cols[name] = [math.nan if v is None else float(v) for v in vals]
+            cols[name] = [math.nan if v is None else _finite_reward(v, name, i) for i, v in enumerate(vals)]   # None = "does not apply"
         total = [sum(w * c[i] for w, c in zip(self.weights, cols.values()) if not math.isnan(c[i])) for i in range(len(completions))]
         return total, cols
 
@@ -559,6 +559,13 @@ class RewardMix:
         return self.score(prompts, completions, **columns)[0]
 
     def __repr__(self): return f"RewardMix({dict(zip(self.names, self.weights))})"
+
+def _finite_reward(v, name: str, i: int) -> float:
+    "float(v), or one ValueError naming the function: unlike TRL (which nansums), an explicit NaN or inf is a broken reward, not 'does not apply'."
+    try: f = float(v)
+    except (TypeError, ValueError): f = math.nan
+    if not math.isfinite(f): raise ValueError(f"reward function {name!r} returned {v!r} for completion {i}: a reward is a finite number, or None where it does not apply")
+    return f
 
 def combine_rewards(funcs: list, weights: list | None = None) -> RewardMix:
     "The weighted sum of reward functions (see RewardMix); raises one ValueError naming the bad entry."

@@ -87,6 +87,9 @@ def test_reward_funcs_by_name_import_string_and_callable(tmp_path, monkeypatch):
         with pytest.raises(ValueError, match=msg): combine_rewards(bad)
     with pytest.raises(ValueError, match="returned 1 rewards for 2 completions"):
         combine_rewards([lambda prompts, completions, **kw: [1.0]]).score(None, ["a", "b"])
+    for bad in (float("nan"), float("inf"), "x"):                           # a broken reward is refused; only None means "does not apply"
+        with pytest.raises(ValueError, match="returned .* for completion 1: a reward is a finite number"):
+            combine_rewards([lambda prompts, completions, **kw: [1.0, bad]]).score(None, ["a", "b"])
 
 @pytest.mark.parametrize("kwargs,msg", [
     (dict(reward_funcs=["answer", "acuracy"]), r"reward_funcs\[1\]: unknown reward function 'acuracy'"),
