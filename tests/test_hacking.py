@@ -86,3 +86,22 @@ def test_kit_arms_and_eval():
     ev = hacking_eval(kit, n_per_class=3)(pretrained_flow(steps=30))
     assert set(ev) == {"aesthetic", "consistency", "r_art", "nn_dist", "p_real", "diversity"} and all(v == v for v in ev.values())
     assert set(ARMS) >= {"aesthetic", "consistency", "ensemble", "aesthetic + 0.5 r_art", "ensemble + 1 r_art"}
+
+def test_gradient_ablation_copy_vs_chain():
+    "Chapter 32's true-gradient ablation: same samples, equal directions at the last step, unit rms there; both methods train."
+    import copy
+    from rlref.flow.rl import gradient_rollout, FlowRLConfig, train_flow_rl
+    from rlref.flow.rewards import ink_reward
+    model = pretrained_flow(steps=30)
+    rc = gradient_rollout(model, torch.arange(6), ink_reward, "copy", n_steps=5, generator=torch.Generator().manual_seed(0))
+    rh = gradient_rollout(model, torch.arange(6), ink_reward, "chain", n_steps=5, generator=torch.Generator().manual_seed(0))
+    assert torch.allclose(rc["images"], rh["images"]) and torch.allclose(rc["g"][:, -1], rh["g"][:, -1], atol=1e-6)
+    assert torch.allclose(rc["g"].pow(2).mean(2), torch.ones(6, 5), atol=1e-4)          # copied: the same unit-rms vector at every step
+    assert not torch.allclose(rh["g"][:, 0], rc["g"][:, 0], atol=1e-3)                   # the chain changes the early steps
+    with pytest.raises(ValueError, match="mode must be"): gradient_rollout(model, torch.arange(2), ink_reward, "reinforce")
+    for method in ("copy_grad", "chain_grad"):
+        m = copy.deepcopy(model)
+        h = train_flow_rl(m, ink_reward, FlowRLConfig(method=method, epochs=2, images_per_epoch=8, n_steps=5, eval_every=1))
+        assert len(h) == 3 and h[-1]["images"] == 16
+        assert any((p - q).abs().sum() > 0 for p, q in zip(m.parameters(), model.parameters()))
+    with pytest.raises(ValueError, match="unknown method"): train_flow_rl(copy.deepcopy(model), ink_reward, FlowRLConfig(method="draft"))
