@@ -61,6 +61,7 @@ def test_realism_and_diversity(digits):
     assert pca.nn_distance(corrupt).mean() > 1.2 * pca.nn_distance(held).mean()
     assert diversity(torch.ones(4, 64), torch.tensor([0, 0, 1, 1])) == 0.0
     assert abs(diversity(torch.stack([torch.zeros(64), torch.ones(64)]), torch.tensor([5, 5])) - 8.0) < 1e-5
+    assert diversity(torch.stack([torch.ones(64), 3 * torch.ones(64)]), torch.tensor([1, 1])) == 0.0   # clamped, as the images are scored
 
 def test_bad_inputs(digits):
     X, _, _ = digits
