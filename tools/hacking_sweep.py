@@ -1,5 +1,5 @@
 """Chapter 33's reader-size runs: RL post-training of chapter 30's flow model (Flow-GRPO, then FDFO, from chapter 32) on each arm of
-rlref.flow.hacking.ARMS (the "aesthetic" and "consistency" proxies, their ensemble, and each with + lam * r_art), seeds 0-2.
+rlref.flow.hacking.ARMS (the "aesthetic" and "consistency" proxies, their ensemble, and each with + lam * r_art), seeds 0-4.
 The seed sets the artifact detector (its curated set and weights) and the RL run; the base flow, the proxy classifier and the
 realism metrics are fixed (seed 0). Every --eval_every epochs the generator is scored on fixed noise by rlref.flow.hacking.hacking_eval
 (proxies, r_art, nearest-neighbour distance in PCA space, the discriminator's P(real), diversity); the first and last samples of
@@ -7,7 +7,7 @@ realism metrics are fixed (seed 0). Every --eval_every epochs the generator is s
 
 One JSON line per (method, arm, seed) in tools/hacking_sweep.jsonl; rows already there are skipped (resumable; method-major, then arm).
 
-    cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/hacking_sweep.py --seeds 0 1 2
+    cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/hacking_sweep.py --seeds 0 1 2 3 4   # the chapter reads seeds 0-4 (about 8 CPU s per run)
 """
 import copy, json, sys, time
 from dataclasses import asdict
