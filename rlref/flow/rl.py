@@ -11,11 +11,12 @@ import torch
 import numpy as np
 import torch.nn as nn
 from ..core import seed_everything, Timer
-from .model import sample_flow, sample_sde
+from .model import sample_flow, sample_sde, time_grid
 
 # %% auto #0
 __all__ = ['fdfo_directions', 'fdfo_log_ratio', 'spo_loss', 'fdfo_rollout', 'fdfo_update', 'gaussian_logp', 'group_advantages',
-           'sde_mean_std', 'grpo_rollout', 'grpo_update', 'FlowRLConfig', 'train_flow_rl']
+           'sde_mean_std', 'grpo_rollout', 'grpo_update', 'FlowRLConfig', 'train_flow_rl', 'gradient_rollout',
+           'gradient_update']
 
 # %% ../../nbs/32_paired_flow_rl.ipynb #86b380c9
 def fdfo_directions(x_a: torch.Tensor,  # (P, D) endpoints of branch a
@@ -159,7 +160,7 @@ def grpo_update(model: nn.Module,  # the generator to update
 @dataclass
 class FlowRLConfig:
     method: str = "fdfo"
-    "'fdfo' or 'flow_grpo'"
+    "'fdfo', 'flow_grpo', or the true-gradient ablation 'copy_grad' / 'chain_grad' (differentiable rewards only)"
     images_per_epoch: int = 64
     "images scored per epoch (the reward budget unit; FDFO uses half as many pairs)"
     epochs: int = 100
@@ -184,15 +185,17 @@ class FlowRLConfig:
     "epochs between evaluations"
     seed: int = 0
     "seed for sampling and shuffles"
+    grad_step: float = 0.01
+    "copy_grad / chain_grad: size of the velocity step along the normalised reward gradient"
 
 def train_flow_rl(model: nn.Module,  # generator, updated in place
                   reward_fn: Callable,  # reward(images, labels) -> (B,)
                   cfg: FlowRLConfig,  # the run's settings
                   eval_fn: Callable | None = None,  # eval_fn(model) -> dict of metrics
                  ) -> list[dict]:
-    "RL post-training of a flow generator with FDFO or Flow-GRPO; returns the history."
-    if cfg.method not in ("fdfo", "flow_grpo"): raise ValueError(f"unknown method {cfg.method!r}; use 'fdfo' or 'flow_grpo'")
-    unit = 2 if cfg.method == "fdfo" else cfg.group_size
+    "RL post-training of a flow generator with FDFO or Flow-GRPO (or the true-gradient ablation); returns the history."
+    if cfg.method not in ("fdfo", "flow_grpo", "copy_grad", "chain_grad"): raise ValueError(f"unknown method {cfg.method!r}; use 'fdfo', 'flow_grpo', 'copy_grad' or 'chain_grad'")
+    unit = {"fdfo": 2, "flow_grpo": cfg.group_size}.get(cfg.method, 1)
     if cfg.images_per_epoch % unit: raise ValueError(f"images_per_epoch={cfg.images_per_epoch} is not a multiple of {unit}")
     seed_everything(cfg.seed); g = torch.Generator().manual_seed(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.999), weight_decay=0.0)
@@ -202,6 +205,9 @@ def train_flow_rl(model: nn.Module,  # generator, updated in place
         if cfg.method == "fdfo":
             roll = fdfo_rollout(model, labels, reward_fn, cfg.n_steps, cfg.gamma, generator=g)
             stats = fdfo_update(model, opt, roll, cfg.n_minibatches, cfg.eps, generator=g)
+        elif cfg.method in ("copy_grad", "chain_grad"):
+            roll = gradient_rollout(model, labels, reward_fn, cfg.method.split("_")[0], cfg.n_steps, generator=g)
+            stats = gradient_update(model, opt, roll, cfg.grad_step, cfg.n_minibatches, generator=g)
         else:
             roll = grpo_rollout(model, labels, reward_fn, cfg.group_size, cfg.n_steps, cfg.a, generator=g)
             stats = grpo_update(model, opt, roll, cfg.n_minibatches, cfg.clip, generator=g)
@@ -209,3 +215,46 @@ def train_flow_rl(model: nn.Module,  # generator, updated in place
             history.append(dict(epoch=epoch, images=epoch * cfg.images_per_epoch, train_reward=roll["rewards"].mean().item(),
                                 **stats, **(eval_fn(model) if eval_fn else {})))
     return history
+
+# %% ../../nbs/32_paired_flow_rl.ipynb #076e0115
+def gradient_rollout(model: nn.Module,  # the generator
+                     labels: torch.Tensor,  # (B,) classes
+                     reward_fn: Callable,  # a differentiable reward(images, labels) -> (B,)
+                     mode: str = "copy",  # 'copy': d r/d x0 at every step; 'chain': d r/d (each step's output)
+                     n_steps: int = 20,  # Euler steps
+                     generator: torch.Generator | None = None,  # RNG for the initial noise
+                    ) -> dict:
+    "ODE samples plus, per step, the true reward gradient as a direction g (B, S, D), divided by the rms of d r/d x0."
+    if mode not in ("copy", "chain"): raise ValueError(f"mode must be 'copy' or 'chain', got {mode!r}")
+    B = len(labels); x = torch.randn(B, model.dim, generator=generator)
+    ts = time_grid(n_steps).tolist(); xs, vs, outs = [], [], []
+    with torch.enable_grad():
+        for t, s in zip(ts[:-1], ts[1:]):
+            v = model(x, torch.full((B,), t), labels)  # (B, D)
+            xs.append(x.detach()); vs.append(v.detach())
+            x = x - (t - s) * v; outs.append(x)  # keeps the graph through the sampler
+        r = reward_fn(x, labels)  # (B,)
+        grads = torch.autograd.grad(r.sum(), outs if mode == "chain" else [x])
+    scale = grads[-1].pow(2).mean(1, keepdim=True).sqrt().clamp(min=1e-12)  # (B, 1) rms of d r/d x0
+    g = torch.stack(list(grads) if mode == "chain" else [grads[-1]] * n_steps, 1) / scale[:, None]  # (B, S, D)
+    return dict(xs=torch.stack(xs, 1), vs=torch.stack(vs, 1), ts=torch.tensor(ts[:-1]), labels=labels, g=g,
+                rewards=r.detach(), images=x.detach())
+
+def gradient_update(model: nn.Module,  # the generator to update
+                    opt: torch.optim.Optimizer,  # its optimizer
+                    roll: dict,  # from gradient_rollout
+                    step: float = 0.01,  # alpha: velocity step along -g
+                    n_minibatches: int = 4,  # optimizer steps per rollout
+                    max_grad_norm: float = 1.0,  # gradient clipping
+                    generator: torch.Generator | None = None,  # RNG for the shuffle
+                   ) -> dict:
+    "Regress v_theta(x_t) onto v_old - step * g_t over shuffled (image, step) items; returns the loss and |g_first|/|g_last|."
+    B, S, D = roll["xs"].shape
+    x, target = roll["xs"].reshape(B * S, D), (roll["vs"] - step * roll["g"]).reshape(B * S, D)
+    t, c = roll["ts"].repeat(B), roll["labels"].repeat_interleave(S)
+    losses = []
+    for idx in torch.randperm(B * S, generator=generator).chunk(n_minibatches):
+        loss = (model(x[idx], t[idx], c[idx]) - target[idx]).pow(2).mean()
+        opt.zero_grad(set_to_none=True); loss.backward(); nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm); opt.step()
+        losses.append(loss.item())
+    return dict(loss=float(np.mean(losses)), first_to_last=(roll["g"][:, 0].norm(dim=1) / roll["g"][:, -1].norm(dim=1)).mean().item())

@@ -1,0 +1,61 @@
+"""Chapter 32's reader-size runs for "(P2) again, with a reward that is not hacked": FDFO, Flow-GRPO and the true-gradient
+ablation (copy_grad: d r/d x0 copied to every sampling step; chain_grad: backpropagated through the sampler), 100 epochs of
+64 images, on the chapter's bold reward (class_prob + 0.5 ink) and on the guarded reward (class_prob + 0.2 ink + 1 r_art,
+r_art from chapter 33's rlref.flow.hacking, detector seed 0). Base flow, classifier, judge and evaluation noise are the
+chapter's (built the same way as its cells, at reader size); every 10 epochs the generator is scored by the chapter's
+evaluate (reward, ink, class_prob, judge_acc), the guarded reward, and hacking_eval (r_art, nn_dist, p_real, diversity, ...).
+
+One JSON line per (reward, method, seed) in tools/paired_flow_guard_sweep.jsonl; rows already there are skipped (resumable).
+
+    cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python tools/paired_flow_guard_sweep.py --seeds 0 1 2
+"""
+import copy, json, sys, time
+from dataclasses import asdict
+from pathlib import Path
+import torch
+sys.path.insert(0, str(Path(__file__).parent))
+from seed_sweep_common import finished_runs, sweep_parser, parse_sweep_args
+from rlref.flow.model import pretrained_flow, sample_flow
+from rlref.flow.rewards import train_classifier, class_prob_reward, ink_reward
+from rlref.flow.rl import FlowRLConfig, train_flow_rl
+from rlref.flow.hacking import hacking_kit, hacking_eval
+
+def main():
+    ap = sweep_parser("tools/paired_flow_guard_sweep.jsonl", "grad_step=0.03")
+    ap.add_argument("--rewards", nargs="+", default=["guarded", "bold"])
+    ap.add_argument("--methods", nargs="+", default=["fdfo", "flow_grpo", "copy_grad", "chain_grad"])
+    ap.add_argument("--epochs", type=int, default=100)
+    a, over = parse_sweep_args(ap)
+    out = Path(a.out)
+    done = finished_runs(out, ("reward", "method", "seed"), overrides=over, epochs=a.epochs)
+    kit = hacking_kit(0)                                    # its classifier is chapter 32's clf (same split, seed, steps)
+    X, y, perm = kit["X"], kit["y"], kit["perm"]
+    clf, art = kit["classifier"], kit["art_model"]
+    judge = train_classifier(X[perm[450:]], y[perm[450:]], steps=2000, hidden=256, seed=1)
+    base = pretrained_flow(steps=4000, cache_dir="nbs/_artifacts")
+    bold = lambda x, l: class_prob_reward(clf)(x, l) + 0.5 * ink_reward(x)
+    guarded = lambda x, l: class_prob_reward(clf)(x, l) + 0.2 * ink_reward(x) + (1 - torch.sigmoid(art(x)))
+    rewards = {"bold": bold, "guarded": guarded}
+    eval_labels = torch.arange(10).repeat(20); eval_noise = torch.randn(200, 64, generator=torch.Generator().manual_seed(123))
+    held = hacking_eval(kit)
+    @torch.no_grad()
+    def evaluate(model):
+        x = sample_flow(model, eval_labels, noise=eval_noise)
+        return dict(reward=bold(x, eval_labels).mean().item(), ink=ink_reward(x).mean().item(),
+                    class_prob=class_prob_reward(clf)(x, eval_labels).mean().item(), judge_acc=(judge(x).argmax(1) == eval_labels).float().mean().item(),
+                    guarded=guarded(x, eval_labels).mean().item()) | held(model)
+    for reward in a.rewards:
+        for method in a.methods:
+            for seed in a.seeds:
+                if (reward, method, seed) in done: continue
+                cfg = FlowRLConfig(**(dict(method=method, epochs=a.epochs, seed=seed, eval_every=10) | over))
+                t0 = time.process_time()
+                hist = train_flow_rl(copy.deepcopy(base), rewards[reward], cfg, evaluate)
+                rec = dict(reward=reward, method=method, seed=seed, epochs=a.epochs, overrides=over, config=asdict(cfg),
+                           history=[{k: round(v, 5) if isinstance(v, float) else v for k, v in h.items()} for h in hist], cpu_seconds=round(time.process_time() - t0, 1))
+                with out.open("a") as f: f.write(json.dumps(rec) + "\n")
+                h0, h1 = hist[0], hist[-1]
+                print(f"{reward} {method} seed {seed}: reward {h0['reward']:.3f} -> {h1['reward']:.3f}, guarded {h0['guarded']:.3f} -> {h1['guarded']:.3f}, "
+                      f"nn_dist {h0['nn_dist']:.3f} -> {h1['nn_dist']:.3f}, p_real {h0['p_real']:.3f} -> {h1['p_real']:.3f}, diversity {h0['diversity']:.3f} -> {h1['diversity']:.3f}, {rec['cpu_seconds']} CPU s", flush=True)
+
+if __name__ == "__main__": main()
