@@ -1,13 +1,13 @@
 """Chapter 35 (rlref.vision): bad inputs fail with one clear message, each puzzle's answer is what its transform did, the tiny VLM
 saves and reloads with identical logits, sampler and learner agree on image-conditioned log-probs (also inside the trainer),
 GRPO on rotation puzzles lifts accuracy above chance on three seeds, and the sweep script is resumable."""
-import json, math, subprocess, sys, tempfile
+import itertools, json, math, subprocess, sys, tempfile
 from pathlib import Path
 import pytest, torch
 import torch.nn.functional as F
 from rlref.models import save_policy, load_policy
 from rlref.rollout import sample, completion_logprobs
-from rlref.vision import (PUZZLES, CHANCE, MASK_VALUE, tiles, untile, check_picture, rotation_puzzle, jigsaw_puzzle, inpainting_puzzle,
+from rlref.vision import (PUZZLES, CHANCE, MASK_VALUE, jitter, tiles, untile, check_picture, rotation_puzzle, jigsaw_puzzle, inpainting_puzzle,
     similarity_puzzle, make_puzzles, puzzle_correct, partial_credit, puzzle_format, make_vlm_tokenizer, make_tiny_vlm, puzzle_prompt,
     load_digit_pictures, images_of, make_warmup, warm_up, PuzzleTrainer, puzzle_task, puzzle_config, run_arm, n_image_tokens, TinyVLM)
 
@@ -23,6 +23,10 @@ def vlm():
 def corr(a, b):
     a, b = a.flatten() - a.mean(), b.flatten() - b.mean()
     return float(a @ b / (a.norm() * b.norm()))
+
+def match(a, b):
+    "The best correlation of picture `a` with `b` shifted by up to one pixel (the jitter's crop)."
+    return max(corr(a, F.pad(b, (1, 1, 1, 1))[dy:dy + 16, dx:dx + 16]) for dy in range(3) for dx in range(3))
 
 @pytest.mark.parametrize("call,msg", [
     (lambda: check_picture(torch.zeros(8, 8)), "must have shape (16, 16)"),
@@ -63,20 +67,21 @@ def test_puzzle_answers_undo_the_transform():
     for i in range(30):
         img = X[i]
         c, k = rotation_puzzle(img, g)
-        assert max(range(4), key=lambda j: corr(torch.rot90(c[:, :16], -j, (0, 1)), img)) == int(k)
+        assert match(torch.rot90(c[:, :16], -int(k), (0, 1)), img) > 0.8, "undoing the answer's quarter turns restores the picture"
         assert torch.equal(c[:, 16:], torch.zeros(16, 16))
         c, perm = jigsaw_puzzle(img, g)
         assert sorted(perm) == list("0123")
-        back = torch.empty(4, 8, 8); back[torch.tensor([int(d) for d in perm])] = tiles(c[:, :16])
-        assert corr(untile(back), img) > 0.9
+        def restore(order): back = torch.empty(4, 8, 8); back[torch.tensor(order)] = tiles(c[:, :16]); return untile(back)
+        assert corr(restore([int(d) for d in perm]), img) == max(corr(restore(list(o)), img) for o in itertools.permutations(range(4))), "the answer's order restores the picture best"
+        pic = jitter(img, torch.Generator().set_state(g.get_state()))          # the picture the puzzle starts from (its first draws)
         c, s = inpainting_puzzle(img, g, X)
-        hole = (c[:, :16] == MASK_VALUE).nonzero()
-        assert len(hole) == 16
-        r0, c0 = hole.min(0).values.tolist()
-        slots = tiles(c[:, 16:])[:, ::2, ::2]
-        assert int(s) == int(((slots - img[r0:r0 + 4, c0:c0 + 4]) ** 2).sum((1, 2)).argmin())
+        hole = (c[:, :16] == MASK_VALUE).nonzero(); r0, c0 = hole.min(0).values.tolist()
+        assert len(hole) == 16 and bool((pic[r0:r0 + 4, c0:c0 + 4].clamp(min=0).sum() > 2.0))   # one 4x4 hole, with ink in it
+        slots = tiles(c[:, 16:])[:, ::2, ::2]                                  # (4, 4, 4) the candidates at picture scale
+        assert [bool(torch.equal(sl, pic[r0:r0 + 4, c0:c0 + 4])) for sl in slots] == [k == int(s) for k in range(4)], "only the answer's slot holds the hidden patch"
+        view = F.avg_pool2d(jitter(img, torch.Generator().set_state(g.get_state()))[None, None], 2)[0, 0]   # its first draw: the true view
         c, s = similarity_puzzle(img, g, X)
-        assert int(s) == max(range(4), key=lambda j: corr(tiles(c[:, 16:])[j], F.avg_pool2d(img[None, None], 2)[0, 0]))
+        assert [bool(torch.equal(v, view)) for v in tiles(c[:, 16:])] == [k == int(s) for k in range(4)], "only the answer's slot holds the picture's view"
 
 def test_answers_are_uniform_and_seeded():
     a = make_puzzles(X, "rotation", 400, seed=3)["answer"]
@@ -117,3 +122,28 @@ def test_trainer_uses_the_rows_images(vlm):
     shuffled = r.select(torch.arange(len(r)))
     shuffled.extras["pixel_values"] = r.extras["pixel_values"].roll(8, 0)      # other prompts' images: other log-probs
     assert (tr.logprobs(model, shuffled) - r.sampler_logprobs).abs().max() > 1e-4
+
+def test_grpo_lifts_rotation_above_chance():
+    """The sweep's rotation recipe (warm-up 150 steps, GRPO 100 steps of 16 puzzles x 8, lr 1e-3) on seeds 0-2: held-out greedy accuracy on 100 fresh puzzles
+    ends above chance (1/4) by 0.1 on average and on at least two of the three seeds (one seed of the sweep collapses to a single answer). About 3 CPU minutes."""
+    from rlref.vision import warm_start_vlm
+    final = []
+    for seed in (0, 1, 2):
+        model, tok = warm_start_vlm(seed, steps=150)
+        res = run_arm(model, tok, "rotation", seed, eval_every=1000)
+        assert res["curve"][0]["step"] == 0 and res["curve"][-1]["step"] == 100
+        final.append(res["curve"][-1]["rotation"])
+    margin = [a - CHANCE["rotation"] for a in final]
+    assert sum(margin) / 3 >= 0.1, final
+    assert sum(m >= 0.1 for m in margin) >= 2, final
+
+def test_sweep_resumes_without_training(tmp_path):
+    "Asked only for runs already in its log, the sweep script exits without training and leaves the log byte-identical."
+    log = ROOT / "tools" / "ssl_r1_sweep.jsonl"
+    if not log.exists(): pytest.skip("no sweep log yet")
+    out = tmp_path / "log.jsonl"; out.write_bytes(log.read_bytes())
+    done = [json.loads(l) for l in out.read_text().splitlines() if l.strip()]
+    arm, seed = done[-1]["arm"], done[-1]["seed"]
+    subprocess.run([sys.executable, str(ROOT / "tools" / "ssl_r1_sweep.py"), "--arms", arm, "--seeds", str(seed), "--out", str(out)],
+                   check=True, cwd=ROOT, capture_output=True, timeout=300)
+    assert out.read_bytes() == log.read_bytes()
