@@ -1,7 +1,8 @@
 """Chapter 35's reader-size runs: SSL-R1 (self-supervised visual puzzles as verifiable rewards) with the tiny VLM of rlref.vision.
 
 For each seed: a fresh TinyVLM warmed up on the ink tasks (rlref.vision.warm_start_vlm, built once per seed into a temporary folder), then GRPO
-(G = 8, no KL) on one arm's puzzles (rlref.vision.ARMS: rotation, jigsaw exact / partial credit, inpainting, similarity, all four).
+(G = 8, no KL) on one arm's puzzles (rlref.vision.ARMS: rotation, jigsaw exact / partial credit, inpainting, similarity, all four, and a control: rotation with its
+training answers shuffled across puzzles, which tells whether a probe gain needs a reward that carries information).
 The arm `warmup` trains nothing: it records the linear probe of a random-init encoder and of the warm-up encoder.
 One JSON line per (arm, seed) in tools/ssl_r1_sweep.jsonl; rows already there are skipped (resumable; arm-major, so an interrupted
 sweep leaves whole arms). Each RL row holds the per-step metrics, the held-out per-puzzle greedy accuracy every --eval_every steps,
@@ -26,7 +27,7 @@ def warm(seed, steps):
         save_policy(model, tok, d)
     return load_policy(d)
 
-ORDER = ["warmup", "rotation", "jigsaw_partial", "jigsaw_exact", "multi", "inpainting", "similarity"]
+ORDER = ["warmup", "rotation", "jigsaw_partial", "jigsaw_exact", "multi", "inpainting", "similarity", "rotation_shuffled"]
 
 def main():
     ap = sweep_parser("tools/ssl_r1_sweep.jsonl", "steps=100")
