@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 sys.path.insert(0, str(Path(__file__).parent))
-from seed_sweep_common import finished_runs, sweep_parser, parse_sweep_args
+from seed_sweep_common import run_pending, sweep_parser, parse_sweep_args
 from rlref.trainer import Trainer, recipe_config, TrainingStopped
 from rlref.testbed import build_warm_start
 from rlref.tasks import parse_int
@@ -93,16 +93,11 @@ def main():
     ap.add_argument("--weak_target", type=float, default=0.15, help="validation exact match at which the weak warm start's SFT stops")
     ap.add_argument("--strong_target", type=float, default=0.8, help="validation exact match at which the strong warm start's SFT stops")
     a, over = parse_sweep_args(ap)
-    out = Path(a.out)
-    done = finished_runs(out, ("arm", "seed"), overrides=over, budget=a.budget)
-    for seed in a.seeds:
-        for arm in a.arms:
-            if (arm, seed) in done: continue
-            try: rec = run(arm, seed, a, over)
-            except Exception: traceback.print_exc(); print(f"{arm} seed {seed}: FAILED, skipped (rerun to retry)", flush=True); continue
-            with out.open("a") as f: f.write(json.dumps(rec) + "\n")
-            c = rec["curve"]
-            print(f"{arm} seed {seed}: acc {c[0]['acc']:.3f} -> {c[-1]['acc']:.3f} in {c[-1]['step']} steps, {c[-1]['tokens']} tokens, "
-                  f"{rec['cpu_seconds']} CPU s{' STOPPED: ' + rec['stopped'] if rec['stopped'] else ''}", flush=True)
+    def summary(rec):
+        c = rec["curve"]
+        return (f"{rec['arm']} seed {rec['seed']}: acc {c[0]['acc']:.3f} -> {c[-1]['acc']:.3f} in {c[-1]['step']} steps, {c[-1]['tokens']} tokens, "
+                f"{rec['cpu_seconds']} CPU s{' STOPPED: ' + rec['stopped'] if rec['stopped'] else ''}")
+    run_pending(a.out, ("arm", "seed"), [(arm, s) for s in a.seeds for arm in a.arms], lambda arm, seed: run(arm, seed, a, over), summary,
+                keep_going=True, overrides=over, budget=a.budget)
 
 if __name__ == "__main__": main()

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 import torch
 sys.path.insert(0, str(Path(__file__).parent))
-from seed_sweep_common import finished_runs, sweep_parser, parse_sweep_args
+from seed_sweep_common import run_pending, sweep_parser, parse_sweep_args, rounded_history, start_end
 from rlref.flow.model import pretrained_flow, sample_flow
 from rlref.flow.rl import FlowRLConfig, train_flow_rl
 from rlref.flow.hacking import ARMS, hacking_kit, hacking_eval, arm_reward
@@ -32,25 +32,20 @@ def main():
     ap.add_argument("--epochs", type=int, default=80)
     ap.add_argument("--eval_every", type=int, default=10)
     a, over = parse_sweep_args(ap)
-    out = Path(a.out)
-    done = finished_runs(out, ("method", "arm", "seed"), overrides=over, epochs=a.epochs)
     base = pretrained_flow(steps=4000, cache_dir="nbs/_artifacts")
     kits = {}
-    for method in a.methods:
-        for arm in a.arms:
-            for seed in a.seeds:
-                if (method, arm, seed) in done: continue
-                if seed not in kits: kits[seed] = hacking_kit(seed)
-                kit = kits[seed]
-                cfg = FlowRLConfig(**(dict(method=method, epochs=a.epochs, seed=seed, eval_every=a.eval_every) | over))
-                t0 = time.process_time(); model = copy.deepcopy(base)
-                hist = train_flow_rl(model, arm_reward(arm, kit), cfg, hacking_eval(kit))
-                rec = dict(method=method, arm=arm, seed=seed, epochs=a.epochs, overrides=over, weights=ARMS[arm][0], lam=ARMS[arm][1],
-                           config=asdict(cfg), history=[{k: round(v, 5) if isinstance(v, float) else v for k, v in h.items()} for h in hist],
-                           start_images=grid_images(base), end_images=grid_images(model), cpu_seconds=round(time.process_time() - t0, 1))
-                with out.open("a") as f: f.write(json.dumps(rec) + "\n")
-                h0, h1 = hist[0], hist[-1]
-                print(f"{method} {arm} seed {seed}: aesthetic {h0['aesthetic']:.3f} -> {h1['aesthetic']:.3f}, consistency {h0['consistency']:.3f} -> {h1['consistency']:.3f}, "
-                      f"nn_dist {h0['nn_dist']:.3f} -> {h1['nn_dist']:.3f}, p_real {h0['p_real']:.3f} -> {h1['p_real']:.3f}, {rec['cpu_seconds']} CPU s", flush=True)
+    def run_one(method, arm, seed):
+        if seed not in kits: kits[seed] = hacking_kit(seed)
+        kit = kits[seed]
+        cfg = FlowRLConfig(**(dict(method=method, epochs=a.epochs, seed=seed, eval_every=a.eval_every) | over))
+        t0 = time.process_time(); model = copy.deepcopy(base)
+        hist = train_flow_rl(model, arm_reward(arm, kit), cfg, hacking_eval(kit))
+        return dict(method=method, arm=arm, seed=seed, epochs=a.epochs, overrides=over, weights=ARMS[arm][0], lam=ARMS[arm][1],
+                    config=asdict(cfg), history=rounded_history(hist),
+                    start_images=grid_images(base), end_images=grid_images(model), cpu_seconds=round(time.process_time() - t0, 1))
+    summary = lambda rec: (f"{rec['method']} {rec['arm']} seed {rec['seed']}: {start_end(rec['history'], ('aesthetic', 'consistency', 'nn_dist', 'p_real'))}, "
+                           f"{rec['cpu_seconds']} CPU s")
+    run_pending(a.out, ("method", "arm", "seed"), [(m, arm, s) for m in a.methods for arm in a.arms for s in a.seeds], run_one, summary,
+                overrides=over, epochs=a.epochs)
 
 if __name__ == "__main__": main()

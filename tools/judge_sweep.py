@@ -15,7 +15,7 @@ import json, sys, time
 from pathlib import Path
 import torch
 sys.path.insert(0, str(Path(__file__).parent))
-from seed_sweep_common import finished_runs, sweep_parser, parse_sweep_args
+from seed_sweep_common import run_pending, sweep_parser, parse_sweep_args
 from rlref.methods.judges import judge_warm_start, arm_config, judge_trainer, sampled_eval, held_out, completion_stats, train_reward_model
 
 REWARDS, ALGOS = ("proxy", "strict", "single"), ("grpo", "drgrpo")
@@ -51,16 +51,12 @@ def main():
     ap.add_argument("--eval_n", type=int, default=8)
     ap.add_argument("--gallery", type=int, default=12)
     a, over = parse_sweep_args(ap)
-    out = Path(a.out)
-    done = finished_runs(out, ("reward", "algo", "seed"), overrides=over)
     arms = [(r, g) for r, g in ORDER if r in a.rewards and g in a.algos] + [(r, g) for r in a.rewards for g in a.algos if (r, g) not in ORDER]
-    for reward, algo in arms:                              # arm-major, headline pairs first: an interrupted sweep leaves whole arms
-        for seed in a.seeds:
-                if (reward, algo, seed) in done: continue
-                rec = run(reward, algo, seed, over, a)
-                with out.open("a") as f: f.write(json.dumps(rec) + "\n")
-                h0, h1 = rec["history"][0], rec["history"][-1]
-                print(f"{reward} {algo} seed {seed}: gold {h0['rollout_gold']:.3f} -> {h1['rollout_gold']:.3f}, proxy {h0['rollout_proxy']:.3f} -> {h1['rollout_proxy']:.3f}, "
-                      f"length {h0['rollout_length']:.1f} -> {h1['rollout_length']:.1f}, {rec['cpu_seconds']} CPU s", flush=True)
+    def summary(rec):
+        h0, h1 = rec["history"][0], rec["history"][-1]
+        return (f"{rec['reward']} {rec['algo']} seed {rec['seed']}: gold {h0['rollout_gold']:.3f} -> {h1['rollout_gold']:.3f}, proxy {h0['rollout_proxy']:.3f} -> {h1['rollout_proxy']:.3f}, "
+                f"length {h0['rollout_length']:.1f} -> {h1['rollout_length']:.1f}, {rec['cpu_seconds']} CPU s")
+    run_pending(a.out, ("reward", "algo", "seed"), [(r, g, s) for r, g in arms for s in a.seeds],   # arm-major, headline pairs first: an interrupted sweep leaves whole arms
+                lambda reward, algo, seed: run(reward, algo, seed, over, a), summary, overrides=over)
 
 if __name__ == "__main__": main()

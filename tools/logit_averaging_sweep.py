@@ -13,7 +13,7 @@ import copy, json, sys, time
 from pathlib import Path
 import torch
 sys.path.insert(0, str(Path(__file__).parent))
-from seed_sweep_common import finished_runs, sweep_parser, parse_sweep_args
+from seed_sweep_common import run_pending, sweep_parser, parse_sweep_args
 from rlref.trainer import Trainer, recipe_config
 from rlref.testbed import TESTBED_TASK
 from rlref.methods.logit_averaging import format_warm_start, logit_averaging_trainer, format_eval, drift_metrics, halves
@@ -64,16 +64,11 @@ def main():
     ap.add_argument("--kl_prompts", type=int, default=50)
     ap.add_argument("--kl_n", type=int, default=4)
     a, over = parse_sweep_args(ap)
-    out = Path(a.out)
-    done = finished_runs(out, ("reward", "arm", "seed"), overrides=over)
-    for reward in a.rewards:                               # seed-major: every arm of a seed before the next seed
-        for seed in a.seeds:
-            for arm in a.arms:
-                if (reward, arm, seed) in done: continue
-                rec = run(arm, seed, reward, over, a)
-                with out.open("a") as f: f.write(json.dumps(rec) + "\n")
-                last = rec["curve"][-1]
-                print(f"{reward} {arm} seed {seed}: acc {rec['curve'][0]['acc']:.3f} -> {last['acc']:.3f}, fmt {rec['curve'][0]['fmt']:.3f} -> {last['fmt']:.3f}, "
-                      f"KL {last['kl']:.3f}, gap {last['logit_gap']:.2f}, {rec['cpu_seconds']} CPU s", flush=True)
+    def summary(rec):
+        first, last = rec["curve"][0], rec["curve"][-1]
+        return (f"{rec['reward']} {rec['arm']} seed {rec['seed']}: acc {first['acc']:.3f} -> {last['acc']:.3f}, fmt {first['fmt']:.3f} -> {last['fmt']:.3f}, "
+                f"KL {last['kl']:.3f}, gap {last['logit_gap']:.2f}, {rec['cpu_seconds']} CPU s")
+    run_pending(a.out, ("reward", "arm", "seed"), [(r, arm, s) for r in a.rewards for s in a.seeds for arm in a.arms],   # seed-major: every arm of a seed before the next seed
+                lambda reward, arm, seed: run(arm, seed, reward, over, a), summary, overrides=over)
 
 if __name__ == "__main__": main()

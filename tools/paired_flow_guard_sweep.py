@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 import torch
 sys.path.insert(0, str(Path(__file__).parent))
-from seed_sweep_common import finished_runs, sweep_parser, parse_sweep_args
+from seed_sweep_common import run_pending, sweep_parser, parse_sweep_args, rounded_history, start_end
 from rlref.flow.model import pretrained_flow, sample_flow
 from rlref.flow.rewards import train_classifier, class_prob_reward, ink_reward
 from rlref.flow.rl import FlowRLConfig, train_flow_rl
@@ -26,8 +26,6 @@ def main():
     ap.add_argument("--methods", nargs="+", default=["fdfo", "flow_grpo", "copy_grad", "chain_grad"])
     ap.add_argument("--epochs", type=int, default=100)
     a, over = parse_sweep_args(ap)
-    out = Path(a.out)
-    done = finished_runs(out, ("reward", "method", "seed"), overrides=over, epochs=a.epochs)
     kit = hacking_kit(0)                                    # its classifier is chapter 32's clf (same split, seed, steps)
     X, y, perm = kit["X"], kit["y"], kit["perm"]
     clf, art = kit["classifier"], kit["art_model"]
@@ -44,18 +42,15 @@ def main():
         return dict(reward=bold(x, eval_labels).mean().item(), ink=ink_reward(x).mean().item(),
                     class_prob=class_prob_reward(clf)(x, eval_labels).mean().item(), judge_acc=(judge(x).argmax(1) == eval_labels).float().mean().item(),
                     guarded=guarded(x, eval_labels).mean().item()) | held(model)
-    for reward in a.rewards:
-        for method in a.methods:
-            for seed in a.seeds:
-                if (reward, method, seed) in done: continue
-                cfg = FlowRLConfig(**(dict(method=method, epochs=a.epochs, seed=seed, eval_every=10) | over))
-                t0 = time.process_time()
-                hist = train_flow_rl(copy.deepcopy(base), rewards[reward], cfg, evaluate)
-                rec = dict(reward=reward, method=method, seed=seed, epochs=a.epochs, overrides=over, config=asdict(cfg),
-                           history=[{k: round(v, 5) if isinstance(v, float) else v for k, v in h.items()} for h in hist], cpu_seconds=round(time.process_time() - t0, 1))
-                with out.open("a") as f: f.write(json.dumps(rec) + "\n")
-                h0, h1 = hist[0], hist[-1]
-                print(f"{reward} {method} seed {seed}: reward {h0['reward']:.3f} -> {h1['reward']:.3f}, guarded {h0['guarded']:.3f} -> {h1['guarded']:.3f}, "
-                      f"nn_dist {h0['nn_dist']:.3f} -> {h1['nn_dist']:.3f}, p_real {h0['p_real']:.3f} -> {h1['p_real']:.3f}, diversity {h0['diversity']:.3f} -> {h1['diversity']:.3f}, {rec['cpu_seconds']} CPU s", flush=True)
+    def run_one(reward, method, seed):
+        cfg = FlowRLConfig(**(dict(method=method, epochs=a.epochs, seed=seed, eval_every=10) | over))
+        t0 = time.process_time()
+        hist = train_flow_rl(copy.deepcopy(base), rewards[reward], cfg, evaluate)
+        return dict(reward=reward, method=method, seed=seed, epochs=a.epochs, overrides=over, config=asdict(cfg),
+                    history=rounded_history(hist), cpu_seconds=round(time.process_time() - t0, 1))
+    summary = lambda rec: (f"{rec['reward']} {rec['method']} seed {rec['seed']}: {start_end(rec['history'], ('reward', 'guarded', 'nn_dist', 'p_real', 'diversity'))}, "
+                           f"{rec['cpu_seconds']} CPU s")
+    run_pending(a.out, ("reward", "method", "seed"), [(r, m, s) for r in a.rewards for m in a.methods for s in a.seeds], run_one, summary,
+                overrides=over, epochs=a.epochs)
 
 if __name__ == "__main__": main()

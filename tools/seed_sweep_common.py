@@ -1,5 +1,5 @@
 """The command line every tools/seed_sweep_<name>.py shares: run each check on each seed, one JSON line per (check, seed)."""
-import argparse, ast, json, time
+import argparse, ast, json, time, traceback
 from pathlib import Path
 import torch
 
@@ -48,3 +48,32 @@ def parse_sweep_args(ap: argparse.ArgumentParser) -> tuple:
     a = ap.parse_args()
     torch.set_num_threads(1)
     return a, parse_overrides(a.set)
+
+def run_pending(out, keys: tuple,  # the record fields that name a run, e.g. ("reward", "algo", "seed")
+                cells,  # the runs to make, in order: tuples of values for `keys`
+                run_one,  # run_one(*cell) -> the run's record (a JSON-serialisable dict)
+                summary=None,  # summary(record) -> one line printed after each run
+                keep_going: bool = False,  # a run that raises is printed and skipped (rerun to retry) instead of stopping the sweep
+                **match) -> int:
+    """The resume rule every sweep shares: run each cell not already in the JSONL log `out` (rows whose fields equal `match`, e.g.
+    overrides=...), appending each record as soon as it finishes, so a stopped sweep loses at most the run in progress. Returns how many ran."""
+    out, done, ran = Path(out), finished_runs(out, keys, **match), 0
+    for cell in cells:
+        cell = tuple(cell)
+        if cell in done: continue
+        try: rec = run_one(*cell)
+        except Exception:
+            if not keep_going: raise
+            traceback.print_exc(); print(f"{' '.join(map(str, cell))}: FAILED, skipped (rerun to retry)", flush=True); continue
+        with out.open("a") as f: f.write(json.dumps(rec) + "\n")
+        ran += 1
+        if summary is not None: print(summary(rec), flush=True)
+    return ran
+
+def rounded_history(hist: list, ndigits: int = 5) -> list:
+    "A run's per-step (or per-epoch) metrics with floats rounded, as the sweeps store them."
+    return [{k: round(v, ndigits) if isinstance(v, float) else v for k, v in h.items()} for h in hist]
+
+def start_end(history: list, keys) -> str:
+    "'key first -> last, ...' over a run's history: the progress line a sweep prints after each run."
+    return ", ".join(f"{k} {history[0][k]:.3f} -> {history[-1][k]:.3f}" for k in keys)

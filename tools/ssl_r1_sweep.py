@@ -13,7 +13,7 @@ the linear-probe accuracy of the frozen encoder after RL, and a gallery of the f
 import json, sys, time, tempfile
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
-from seed_sweep_common import finished_runs, sweep_parser, parse_sweep_args
+from seed_sweep_common import run_pending, sweep_parser, parse_sweep_args
 from rlref.models import save_policy, load_policy
 from rlref.vision import ARMS, warm_start_vlm, run_arm, linear_probe, load_digit_pictures, make_tiny_vlm, make_vlm_tokenizer, puzzle_completions
 
@@ -36,26 +36,23 @@ def main():
     ap.add_argument("--eval_every", type=int, default=25)
     ap.add_argument("--gallery", type=int, default=8)
     a, over = parse_sweep_args(ap)
-    out = Path(a.out)
-    done = finished_runs(out, ("arm", "seed"), overrides=over, warmup_steps=a.warmup_steps)
     train, test = load_digit_pictures("train"), load_digit_pictures("test")
-    for arm in [x for x in ORDER if x in a.arms]:
-        for seed in a.seeds:
-            if (arm, seed) in done: continue
-            t0 = time.process_time()
-            model, tok = warm(seed, a.warmup_steps)
-            rec = dict(arm=arm, seed=seed, overrides=over, warmup_steps=a.warmup_steps)
-            if arm == "warmup":
-                rec |= dict(probe_random=linear_probe(make_tiny_vlm(make_vlm_tokenizer(), seed=seed), train, test), probe=linear_probe(model, train, test))
-            else:
-                res = run_arm(model, tok, arm, seed, eval_every=a.eval_every, **over)
-                ds = res["trainer"].task.test.select(range(a.gallery))
-                rec |= dict(history=res["history"], curve=res["curve"], probe=linear_probe(model, train, test),
-                            gallery=[dict(row=i, puzzle=p, answer=ans, completion=c) for i, (p, ans, c) in
-                                     enumerate(zip(ds["puzzle"], ds["answer"], puzzle_completions(model, tok, ds)))])
-            rec["cpu_seconds"] = round(time.process_time() - t0, 1)
-            with out.open("a") as f: f.write(json.dumps(rec) + "\n")
-            print(arm, seed, {k: v for k, v in rec.items() if k in ("probe", "probe_random", "cpu_seconds")}, rec.get("curve", [{}])[-1], flush=True)
+    def run_one(arm, seed):
+        t0 = time.process_time()
+        model, tok = warm(seed, a.warmup_steps)
+        rec = dict(arm=arm, seed=seed, overrides=over, warmup_steps=a.warmup_steps)
+        if arm == "warmup":
+            rec |= dict(probe_random=linear_probe(make_tiny_vlm(make_vlm_tokenizer(), seed=seed), train, test), probe=linear_probe(model, train, test))
+        else:
+            res = run_arm(model, tok, arm, seed, eval_every=a.eval_every, **over)
+            ds = res["trainer"].task.test.select(range(a.gallery))
+            rec |= dict(history=res["history"], curve=res["curve"], probe=linear_probe(model, train, test),
+                        gallery=[dict(row=i, puzzle=p, answer=ans, completion=c) for i, (p, ans, c) in
+                                 enumerate(zip(ds["puzzle"], ds["answer"], puzzle_completions(model, tok, ds)))])
+        return rec | dict(cpu_seconds=round(time.process_time() - t0, 1))
+    summary = lambda rec: f"{rec['arm']} {rec['seed']} {dict((k, v) for k, v in rec.items() if k in ('probe', 'probe_random', 'cpu_seconds'))} {rec.get('curve', [{}])[-1]}"
+    run_pending(a.out, ("arm", "seed"), [(arm, s) for arm in ORDER if arm in a.arms for s in a.seeds], run_one, summary,
+                overrides=over, warmup_steps=a.warmup_steps)
 
 if __name__ == "__main__":
     main()
