@@ -1,7 +1,8 @@
 """The trainer's algorithms: the registry (one place per algorithm), typed hook payloads, micro-batching that does not change the
 loss, per-optimizer-step NaN skipping, config validation at construction, DAPO (refill, overlong filter and penalty), and the
 explicit REINFORCE++ / Online DPO choices."""
-import copy, math
+import copy, json, math
+from pathlib import Path
 import pytest, torch
 import rlref.trainer as T
 from rlref.core import masked_mean
@@ -10,8 +11,7 @@ from rlref.rollout import completion_logprobs
 from rlref.trainer import (Trainer, TrainConfig, recipe_config, ALGORITHMS, Algorithm, LossContext, register_algorithm,
                            soft_overlong_penalty, concat_rollouts, dpo_pairs)
 
-SMALL = dict(sft_steps=0, steps=2, prompts_per_step=4, samples_per_prompt=4, eval_every=0, eval_limit=20, checkpoint_every=0, kl_every=0,
-             progress=False, format_weight=0.5, lr=1e-3, temperature=1.0, task_kwargs=dict(n_train=200, n_test=20))
+SMALL = json.loads((Path(__file__).resolve().parent / "tiny_configs.json").read_text())["test_algorithms"]  # the tiny config (shared with the seed sweep behind this file's margins)
 
 def _setup(recipe="arith-grpo", **kw):
     torch.manual_seed(0)
@@ -39,7 +39,7 @@ def test_an_algorithm_added_in_one_place_trains():
         tr.add_hook("after_rewards", lambda t, r: setattr(r, "rewards", torch.rand(len(r), generator=g)) or r)
         before = _params(tr)
         ms = [tr.train_step() for _ in range(2)]
-        # seed sweep (tools/seed_sweep_test_algorithms.py, seeds 0-4): every tensor moved, by >= 3.0e-4 (one Adam step at lr 1e-3)
+        # seed sweep (experiments/07_trainer/seed_sweep_test_algorithms.py, seeds 0-4): every tensor moved, by >= 3.0e-4 (one Adam step at lr 1e-3)
         assert all(math.isfinite(m["loss"]) for m in ms) and all(not torch.equal(before[n], p) for n, p in _params(tr).items())
     finally: del ALGORITHMS["toy_reinforce"]
 
@@ -121,7 +121,7 @@ def test_learner_replays_the_samplers_top_k_top_p():
     r = tr.rollout()
     torch.testing.assert_close(tr.logprobs(tr.policy, r), r.sampler_logprobs, atol=1e-4, rtol=0)
     full = completion_logprobs(tr.policy, r, tr.cfg.temperature, with_entropy=False)[0]
-    # seed sweep (tools/seed_sweep_test_algorithms.py, init and sampler seeds 0-4): the gap is >= 2.75, the replay error <= 3.6e-7
+    # seed sweep (experiments/07_trainer/seed_sweep_test_algorithms.py, init and sampler seeds 0-4): the gap is >= 2.75, the replay error <= 3.6e-7
     assert (full - r.sampler_logprobs).abs().max() > 1e-2              # without the replay the ratio would not be 1
 
 def test_is_knobs_reach_importance_weights(monkeypatch):
@@ -236,7 +236,7 @@ def test_arith_dapo_recipe_trains():
     tr = _setup("arith-dapo", sft_steps=60, sft_lr=3e-3, sft_target=0.5, prompts_per_step=8)   # a warm start: mixed groups
     before = _params(tr)
     ms = [tr.train_step() for _ in range(2)]
-    # seed sweep (tools/seed_sweep_test_algorithms.py, seeds 0-4): all 8 groups kept on every step, using at most 3 of the 4 refill rounds
+    # seed sweep (experiments/07_trainer/seed_sweep_test_algorithms.py, seeds 0-4): all 8 groups kept on every step, using at most 3 of the 4 refill rounds
     assert all(m["groups_kept"] == tr.cfg.prompts_per_step for m in ms), ms
     assert all(not torch.equal(before[n], p) for n, p in _params(tr).items()) and tr.skipped_steps == 0
 

@@ -6,8 +6,7 @@ import pytest
 import rlref.trainer
 from rlref.cli import main
 
-TINY = dict(sft_steps=0, prompts_per_step=4, samples_per_prompt=4, eval_every=2, eval_limit=10, kl_every=0, checkpoint_every=2,
-            format_weight=0.5, lr=1e-3, task_kwargs=dict(n_train=200, n_test=20))
+TINY = json.loads((Path(__file__).resolve().parent / "tiny_configs.json").read_text())["test_cli"]  # the tiny config (shared with the seed sweep behind this file's margins)
 # a subprocess running `rlref` with the tiny recipe registered (a real command line, a real process)
 CLI = [sys.executable, "-c", "import sys, rlref.trainer as t; t.RECIPES['tiny'] = " + repr(TINY) +
        "; from rlref.cli import main; sys.exit(main(sys.argv[1:]))"]
@@ -173,7 +172,7 @@ def test_python_m_rlref_cli_runs_the_command(tmp_path):
 def test_a_run_that_cannot_go_on_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
     "An untrained model scores 0 on every sample, so DAPO's dynamic sampling has nothing to train on: one line, exit 1, no traceback."
     monkeypatch.setitem(rlref.trainer.RECIPES, "flat", TINY | dict(dynamic_sampling=True, max_refill_rounds=1, format_weight=0.0))
-    # seed sweep (tools/seed_sweep_test_cli.py, seeds 0-7): step 1 stopped on every seed, and no untrained model wrote a right
+    # seed sweep (experiments/92_cli/seed_sweep_test_cli.py, seeds 0-7): step 1 stopped on every seed, and no untrained model wrote a right
     # answer in any of 20 further rollouts (0 of 2,816 samples in all), so the check does not depend on a lucky draw
     code, _, err = rlref_cmd(["train", "--recipe", "flat", "--steps", "2", "--out", str(tmp_path / "run"), "--quiet"], capsys)
     assert code == 1 and err.startswith("rlref train: stopped: dynamic sampling: all 8 groups of step 1 had equal rewards") and err.count("\n") == 1, err

@@ -79,14 +79,14 @@ def test_oracle_grpo_lowers_true_error_mass():
     e0, e1 = out["curve"][0]["E"], out["curve"][-1]["E"]
     assert e1 < 0.6 * e0, (e0, e1)                                              # seeds 0-4 in the chapter: all below half after 25 steps
 
-def test_sweep_is_resumable(tmp_path, monkeypatch, capsys):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("error_counting_sweep", ROOT / "tools" / "error_counting_sweep.py")
-    sweep = importlib.util.module_from_spec(spec); spec.loader.exec_module(sweep)
-    out = tmp_path / "s.jsonl"
-    monkeypatch.setattr(sys, "argv", ["error_counting_sweep.py", "--seeds", "0", "--arms", "oracle", "rubric", "--steps", "3", "--out", str(out)])
-    sweep.main()
+def test_sweep_is_resumable(tmp_path):
+    "The sweep script, run as a process (tests never import experiment scripts), skips the rows already in its log."
+    import subprocess
+    out, script = tmp_path / "s.jsonl", ROOT / "experiments" / "34_error_counting" / "sweep.py"
+    run = lambda: subprocess.run([sys.executable, str(script), "--seeds", "0", "--arms", "oracle", "rubric", "--steps", "3", "--out", str(out)],
+                                 check=True, cwd=ROOT, capture_output=True, timeout=600)
+    run()
     rows = [json.loads(l) for l in out.read_text().splitlines()]
     assert [r["arm"] for r in rows] == ["oracle", "rubric"] and len(rows[0]["samples"]) == 3 and len(rows[0]["samples"][0]) == 8
-    sweep.main()
+    run()
     assert len(out.read_text().splitlines()) == 2                                # nothing rerun

@@ -23,7 +23,7 @@ def test_shadow_mask_replays_sampler_exactly(setup, name, budget, kw, temperatur
         shadow, _ = completion_logprobs(model, ro, temperature=temperature, attention_mask_4d=shadow_attention_mask(ro), micro_batch_size=5)
         dense, _ = completion_logprobs(model, ro, temperature=temperature)
     torch.testing.assert_close(shadow, ro.sampler_logprobs, atol=1e-5, rtol=0)
-    # seed sweep (tools/seed_sweep_test_rollout_kvcache.py, init and generator seeds 0-7): smallest gap 0.175 over all 12 cases
+    # seed sweep (experiments/03_rollout/seed_sweep_test_rollout_kvcache.py, init and generator seeds 0-7): smallest gap 0.175 over all 12 cases
     assert (dense - ro.sampler_logprobs).abs().max() > 1e-4  # compression really changed the context
     # every query saw at most `budget` keys (itself included)
     T = ro.input_ids.shape[1]
@@ -62,7 +62,7 @@ def test_replay_exact_when_rows_finish_early(name):
     tok = make_char_tokenizer()
     prompts = list(make_task("recall", n_pairs=10, n_train=10, n_test=8).test["prompt"])
     # Which rows a scaled <eos> ends early depends on the random init: with x12 alone, 3 of 8 init/sampler seeds gave <= 2
-    # distinct lengths for some policy (tools/seed_sweep_test_rollout_kvcache.py). So take the first scale that gives > 2;
+    # distinct lengths for some policy (experiments/03_rollout/seed_sweep_test_rollout_kvcache.py). So take the first scale that gives > 2;
     # seed sweep (seeds 0-7): one was found on every seed and policy (x12 on 21 of 24, x20, x30), replay error <= 2.4e-6 (atol 1e-5)
     for scale in (12, 6, 20, 30):
         model = make_tiny_llama(tok, "tiny", max_len=96, seed=1).eval()

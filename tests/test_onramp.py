@@ -74,7 +74,7 @@ def test_answer_logprob_by_hand(tb):
     assert abs(answer_logprob(model, tok, PROMPTS, ANSWERS) - ((lp * t["response_mask"]).sum() / 3).item()) < 1e-5
 
 def test_the_loop_learns_on_a_fixed_batch():
-    before, after = fixed_batch_gain(seed=0)                 # seeds 0-4: +0.24 .. +0.51 nats (tools/seed_sweep_00a_onramp.py)
+    before, after = fixed_batch_gain(seed=0)                 # seeds 0-4: +0.24 .. +0.51 nats (experiments/00a_rl_in_one_page/seed_sweep.py)
     assert after - before >= 0.1, (before, after)
 
 def test_onramp_run_record():

@@ -59,7 +59,7 @@ def test_bf16_master_weights_update_like_fp32_and_pure_bf16_does_not(tiny):
                     warned=any("master weights" in str(w.message) for w in caught))
     fp32, mixed = arm(dtype="float32", mixed_precision="no"), arm(dtype="bfloat16", mixed_precision="bf16")
     fp16, pure = arm(dtype="float16", mixed_precision="fp16"), arm(dtype="bfloat16", mixed_precision="no")
-    # seed sweep (tools/seed_sweep_precision.py, init seeds 0-4): mixed/fp32 0.99974-0.99978, fp16/fp32 >= 0.99997, pure/fp32 0.210-0.214 (moved 1.9-2.0%)
+    # seed sweep (experiments/07_trainer/seed_sweep_precision.py, init seeds 0-4): mixed/fp32 0.99974-0.99978, fp16/fp32 >= 0.99997, pure/fp32 0.210-0.214 (moved 1.9-2.0%)
     assert fp32["dtypes"] == mixed["dtypes"] == fp16["dtypes"] == {torch.float32}     # weights and AdamW moments in fp32
     assert pure["dtypes"] == {torch.bfloat16} and pure["warned"] and not mixed["warned"]
     assert abs(mixed["rel"] / fp32["rel"] - 1) < 0.01 and abs(fp16["rel"] / fp32["rel"] - 1) < 0.01   # stated tolerance: 1%
@@ -78,7 +78,7 @@ def test_sampler_and_learner_agree_in_bf16(tiny, fused):
         d = (t.logprobs(t.policy, r) - r.sampler_logprobs)[r.completion_mask.bool()].abs()
         gaps[mp] = (d.max().item(), d.mean().item())
     assert gaps["no"][0] < 1e-5
-    # seed sweep (tools/seed_sweep_precision.py, init seeds 0-4, fused): bf16 max gap 0.0034-0.0105, mean 0.00102-0.00119
+    # seed sweep (experiments/07_trainer/seed_sweep_precision.py, init seeds 0-4, fused): bf16 max gap 0.0034-0.0105, mean 0.00102-0.00119
     assert gaps["bf16"][0] < 0.05 and gaps["bf16"][1] < 0.005
     assert gaps["bf16"][1] > 10 * gaps["no"][1]          # the bf16 run really ran in bf16
 

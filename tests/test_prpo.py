@@ -63,12 +63,15 @@ def test_rl_step_moves_weights():
         assert 0 <= m["zero_signal"] <= m["zero_intra"] <= 1
         assert any((p - q).abs().max() > 0 for p, q in zip(pol.parameters(), before)), arm
 
-def test_sweep_records_what_the_chapter_reads():
-    import sys
+def test_sweep_records_what_the_chapter_reads(tmp_path):
+    "The sweep script, run as the reader runs it (a process; tests never import experiment scripts), logs what the chapter reads."
+    import json, subprocess, sys
     from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-    import prpo_sweep
-    recs = list(prpo_sweep.run_job("iris", 4, 0, ["sklearn", "sft", "fixed", "prpo"], steps=2, sft_steps=2))
+    root, log = Path(__file__).resolve().parents[1], tmp_path / "log.jsonl"
+    subprocess.run([sys.executable, str(root / "experiments" / "18_tabular_prpo" / "sweep.py"), "--datasets", "iris", "--ks", "4",
+                    "--seeds", "0", "--arms", "sklearn", "sft", "fixed", "prpo", "--steps", "2", "--sft-steps", "2", "--log", str(log)],
+                   check=True, cwd=root, capture_output=True, timeout=600)
+    recs = [json.loads(l) for l in log.read_text().splitlines()]
     assert [r["arm"] for r in recs] == ["sklearn", "sft", "fixed", "prpo"]
     assert {"logreg_full", "hgb_full", "logreg_k", "hgb_k"} <= set(recs[0])
     for r in recs[1:]: assert {"acc_random", "acc_fixed", "consistency"} <= set(r) and r["n_test"] == 45

@@ -8,7 +8,7 @@ import torch.nn as nn
 from rlref.methods.rank1 import (rank1_update, rank_k_update, residual_update, sigma2_update, random_rank1_like, apply_update,
                                  weight_deltas, recovery_ratio, recovery_ratio_ci, UPDATE_OPS)
 
-LOG = Path(__file__).parents[1] / "tools" / "rank1_testbed_sweep.jsonl"
+LOG = Path(__file__).parents[1] / "experiments" / "12_rank1" / "sweep.jsonl"
 
 def planted(m=40, n=24, seed=0, ranks=(5.0, 2.0, 1.0)):
     "A matrix with known singular values `ranks` and orthonormal singular vectors (plus nothing else)."

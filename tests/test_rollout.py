@@ -81,7 +81,7 @@ def test_early_eos_rows_are_compacted_and_still_exact():
     "Make <eos> likely so rows finish at different steps: the finished rows leave the batch, parity must still hold."
     tok = make_char_tokenizer()
     # Which rows a scaled <eos> ends early depends on the random init: with x14 alone, 3 of 8 init/sampler seeds left >= 75% of
-    # the rows truncated (tools/seed_sweep_test_rollout_kvcache.py). So take the first scale that gives varied, mostly finished
+    # the rows truncated (experiments/03_rollout/seed_sweep_test_rollout_kvcache.py). So take the first scale that gives varied, mostly finished
     # rows; seed sweep (seeds 0-7): one was found on every seed (x14 on 5, x20, x30, x45), parity error <= 4.3e-6 (atol 1e-5)
     for scale in EOS_SCALES:
         model = make_tiny_llama(tok, "tiny", max_len=64, seed=1).eval()

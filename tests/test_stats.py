@@ -62,8 +62,7 @@ from rlref.core import read_jsonl
 from rlref.tasks import exact_match, greedy_completions
 from rlref.trainer import Trainer, recipe_config, RunInterrupted, plot_report
 
-TINY = dict(sft_steps=30, sft_lr=3e-3, sft_target=None, steps=4, prompts_per_step=4, samples_per_prompt=4, eval_every=2, eval_limit=12,
-            kl_every=0, checkpoint_every=2, progress=False, format_weight=0.5, lr=1e-3, task_kwargs=dict(n_train=200, n_test=20))
+TINY = json.loads((Path(__file__).resolve().parent / "tiny_configs.json").read_text())["test_stats"]  # the tiny config (shared with the seed sweep behind this file's margins)
 
 def tiny(out, **kw): return recipe_config("arith-grpo", **(TINY | dict(out=None if out is None else str(out)) | kw))
 
@@ -71,7 +70,7 @@ def rows(out): return [{k: v for k, v in r.items() if k != "seconds"} for r in r
 
 def test_evaluate_per_prompt_is_the_vector_behind_the_accuracy():
     # 60 held-out sums: with 12 (the tiny recipe's eval_limit) seed 3's warm start got 11 of 12 first digits right, one short of a
-    # vector with a single value; seed sweep (tools/seed_sweep_test_stats.py, seeds 0-7): 23 to 38 of 60 right, smallest margin 21 prompts
+    # vector with a single value; seed sweep (experiments/00b_core/seed_sweep_test_stats.py, seeds 0-7): 23 to 38 of 60 right, smallest margin 21 prompts
     N = 60
     tr = Trainer.setup(tiny(None, eval_limit=N, task_kwargs=dict(n_train=200, n_test=N)))
     em = lambda: exact_match(tr.policy, tr.tok, tr.task.test, tr.task.reward_fn, max_new_tokens=tr.max_new_tokens, limit=N)

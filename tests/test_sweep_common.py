@@ -1,10 +1,10 @@
-"""tools/seed_sweep_common.run_pending, the resume rule every reader-size sweep shares: it runs only the cells missing from the log
+"""tools/sweep_runner.run_pending, the resume rule every reader-size sweep shares: it runs only the cells missing from the log
 (matching the fields given), in order, appends each record as it finishes, and with keep_going skips a failing run instead of stopping."""
 import json, sys
 from pathlib import Path
 import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
-from seed_sweep_common import run_pending, finished_runs
+from sweep_runner import run_pending, finished_runs
 
 def test_run_pending_resumes_appends_and_skips_failures(tmp_path, capsys):
     log = tmp_path / "log.jsonl"

@@ -5,8 +5,7 @@ from pathlib import Path
 import pytest, torch
 from rlref.trainer import Trainer, TrainConfig, recipe_config, find_checkpoint
 
-SMALL = dict(sft_steps=60, sft_lr=3e-3, sft_target=0.5, steps=3, prompts_per_step=4, samples_per_prompt=4, eval_every=3, eval_limit=20,
-             checkpoint_every=0, progress=False, format_weight=0.5, lr=1e-3, task_kwargs=dict(n_train=200, n_test=20))
+SMALL = json.loads((Path(__file__).resolve().parent / "tiny_configs.json").read_text())["test_trainer"]  # the tiny config (shared with the seed sweep behind this file's margins)
 
 def _trained_params(trainer):
     mods = [trainer.policy] + ([trainer.critic] if trainer.critic is not None else [])
@@ -30,7 +29,7 @@ def test_every_algorithm_moves_every_trainable_parameter(recipe, extra):
         after = _trained_params(tr)
         unchanged = [n for n in before if torch.equal(before[n], after[n])]
     assert all(l is not None and torch.isfinite(torch.tensor(l)) for l in losses), losses
-    # seed sweep (tools/seed_sweep_test_trainer.py, seeds 0-4): every recipe moved every parameter within 7 steps (LoRA on seed 0), margin 5
+    # seed sweep (experiments/07_trainer/seed_sweep_test_trainer.py, seeds 0-4): every recipe moved every parameter within 7 steps (LoRA on seed 0), margin 5
     assert not unchanged, f"{recipe}: parameters that did not change in {len(losses)} steps: {unchanged[:5]}"
     assert tr.skipped_steps == 0
 
@@ -107,7 +106,7 @@ def test_loss_terms_hook_is_added_to_the_loss_and_logged():
         m = [tr.train_step() for _ in range(cfg.steps)]
         norms[with_term] = tr.policy.lm_head.weight.norm().item()
         assert ("head_l2" in m[-1]) == with_term
-    assert norms[True] < norms[False] - 1e-3, norms              # seed sweep (tools/seed_sweep_test_trainer.py, seeds 0-4): smallest margin 0.026
+    assert norms[True] < norms[False] - 1e-3, norms              # seed sweep (experiments/07_trainer/seed_sweep_test_trainer.py, seeds 0-4): smallest margin 0.026
     with pytest.raises(ValueError, match="unknown hook point"): Trainer.setup(cfg).add_hook("before_loss", lambda t, x: x)
 
 def test_lr_schedules_and_update_kl():

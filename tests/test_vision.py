@@ -136,11 +136,11 @@ def test_grpo_lifts_rotation_above_chance():
 
 def test_sweep_resumes_without_training(tmp_path):
     "Asked only for runs already in its log, the sweep script exits without training and leaves the log byte-identical."
-    log = ROOT / "tools" / "ssl_r1_sweep.jsonl"
+    log = ROOT / "experiments" / "35_visual_puzzles" / "sweep.jsonl"
     if not log.exists(): pytest.skip("no sweep log yet")
     out = tmp_path / "log.jsonl"; out.write_bytes(log.read_bytes())
     done = [json.loads(l) for l in out.read_text().splitlines() if l.strip()]
     arm, seed = done[-1]["arm"], done[-1]["seed"]
-    subprocess.run([sys.executable, str(ROOT / "tools" / "ssl_r1_sweep.py"), "--arms", arm, "--seeds", str(seed), "--out", str(out)],
+    subprocess.run([sys.executable, str(ROOT / "experiments" / "35_visual_puzzles" / "sweep.py"), "--arms", arm, "--seeds", str(seed), "--out", str(out)],
                    check=True, cwd=ROOT, capture_output=True, timeout=300)
     assert out.read_bytes() == log.read_bytes()
