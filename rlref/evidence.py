@@ -118,8 +118,11 @@ def hierarchical_bootstrap(hits_a: dict,  # {seed: per-prompt 0/1 hits of arm A}
     d, rng = np.stack(a) - np.stack(b), np.random.default_rng(seed)    # (S, N)
     S, N = d.shape
     si = rng.integers(0, S, (int(n_boot), S))             # (B, S) seeds drawn
-    pj = rng.integers(0, N, (int(n_boot), S, N))          # (B, S, N) prompts drawn within each drawn seed
-    means = d[si[:, :, None], pj].mean(axis=(1, 2))       # (B,)
+    means = []
+    for lo in range(0, int(n_boot), 256):                 # in chunks: (256, S, N) indices at a time
+        pj = rng.integers(0, N, (len(si[lo:lo + 256]), S, N))   # prompts drawn within each drawn seed
+        means.append(d[si[lo:lo + 256, :, None], pj].mean(axis=(1, 2)))
+    means = np.concatenate(means)                         # (B,)
     return tuple(float(x) for x in np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2]))
 
 # %% ../nbs/07c_evidence.ipynb #2414b9e3
