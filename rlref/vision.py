@@ -409,7 +409,7 @@ ARMS = {"rotation": (["rotation"], False), "jigsaw_exact": (["jigsaw"], False), 
         "multi": (["rotation", "jigsaw", "inpainting", "similarity"], True),   # arm -> (puzzles, jigsaw partial credit as the reward)
         "rotation_shuffled": (["rotation"], False)}   # control: the training answers shuffled across puzzles, so the reward says nothing about the image
 
-FORMAT_WEIGHT = 0.2   # r = r_acc + 0.2 r_fmt (the paper's sum, with the format term down-weighted so accuracy dominates)
+FORMAT_WEIGHT = 0.2   # r = r_acc + 0.2 r_fmt (the paper's sum, the format term down-weighted so accuracy dominates)
 
 def puzzle_config(seed: int = 0, partial: bool = False,  # the accuracy term: partial credit (True) or exact match
                   **overrides) -> TrainConfig:
