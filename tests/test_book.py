@@ -60,7 +60,7 @@ def test_broken_page_is_reported(tmp_path):
     assert len(broken) == 1 and "missing.png" in broken[0], broken
 
 def test_nbdev_docs_processing_runs(tmp_path):
-    "nbdev_docs / nbdev_proc_nbs execute every cell that holds an import: cells of 02 and 07a that mixed imports with code needing earlier cells raised NameErrors there (issue #28)."
+    "nbdev_docs / nbdev_proc_nbs execute every cell that holds an import: cells of 02 and 07a that mixed imports with code needing earlier cells raised NameErrors there."
     script = ("import os, sys; from pathlib import Path; from nbdev.serve_drv import main; from nbdev.processors import FilterDefaults\n"
               "for n in sys.argv[1:]: main((Path('nbs') / n, Path(os.environ['OUT']) / n, FilterDefaults))")
     r = subprocess.run([sys.executable, "-c", script, "02_tasks.ipynb", "07a_trl_side_by_side.ipynb"], cwd=ROOT, capture_output=True, text=True,
