@@ -464,7 +464,7 @@ TRL_EQUIVALENTS = [  # (rlref TrainConfig, TRL GRPOConfig or GRPOTrainer argumen
     ("`progress`", "`disable_tqdm`", "negated"),
     ("`algorithm`", "the trainer class", "grpo: GRPOTrainer; rloo: RLOOTrainer; online_dpo: trl.experimental's OnlineDPOTrainer; trl 1.16 has no PPO trainer"),
 ]
-PENDING_FIELDS = ()  # names the table may list before TrainConfig has them (issue #16 added the last ones: none now)
+PENDING_FIELDS = ()  # names the table may list before TrainConfig has them (none now)
 
 def _names(text: str) -> list[str]: return re.findall(r"`(\w+)`", text)
 
@@ -494,5 +494,5 @@ def trl_table(rows=TRL_EQUIVALENTS) -> str:
         a, b = _names(r), _names(t)
         rename = len(a) == len(b) and all(n in ours for n in a) and all(re.fullmatch(r"`\w+`(, `\w+`)*", x) for x in (r, t))
         d = f"{', '.join(_show(ours[n]['default']) for n in a)} / {', '.join(_show(trl_defaults[n]) for n in b)}" if rename else ""
-        lines.append(f"| {r} | {t} | {note} {'(pending: being added by issue #16)' if any(n not in ours for n in a) else ''} | {d} |")
+        lines.append(f"| {r} | {t} | {note} {'(pending: not yet a TrainConfig field)' if any(n not in ours for n in a) else ''} | {d} |")
     return "\n".join(lines)
