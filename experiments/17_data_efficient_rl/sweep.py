@@ -15,7 +15,8 @@ the warm start's held-out pass@1 / pass@8 / majority-vote@8 from 8 samples at T 
 One JSON line per (arm, seed) in experiments/17_data_efficient_rl/sweep.jsonl; rows already there are skipped (resumable; seed-major order).
 
     cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python experiments/17_data_efficient_rl/sweep.py --seeds 0 1 2
-    cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python experiments/17_data_efficient_rl/sweep.py --seeds 3 4 --arms grpo band replay dynamic
+    cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python experiments/17_data_efficient_rl/sweep.py \
+        --seeds 3 4 --arms grpo band replay dynamic
 """
 import sys as _sys, pathlib as _pathlib
 _sys.path.insert(0, str(_pathlib.Path(__file__).resolve().parents[2] / "tools"))  # the shared sweep runner
