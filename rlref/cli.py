@@ -14,10 +14,10 @@ from .tasks import make_task, exact_match, TASKS
 from .trainer import TrainConfig, Trainer, recipe_config, RECIPES, check_resume, find_checkpoint, read_manifest, RunInterrupted, TrainingStopped
 
 # %% auto #0
-__all__ = ['SEED_RANGE', 'MAX_CONFIG_BYTES', 'TRAIN_DEFAULTS', 'TRL_EQUIVALENTS', 'PENDING_FIELDS', 'check_args', 'run_sft',
-           'run_train', 'type_name', 'config_fields', 'parse_value', 'coerce', 'CLIParser', 'add_config_args',
-           'flag_values', 'ConfigRefused', 'safe_config_yaml', 'load_config_file', 'train_settings', 'resolved_config',
-           'format_config', 'build_parser', 'main', 'check_trl_equivalents', 'trl_table']
+__all__ = ['SEED_RANGE', 'MAX_CONFIG_BYTES', 'TRAIN_DEFAULTS', 'OVERWRITE_HELP', 'TRL_EQUIVALENTS', 'PENDING_FIELDS',
+           'check_args', 'run_sft', 'run_train', 'type_name', 'config_fields', 'parse_value', 'coerce', 'CLIParser',
+           'add_config_args', 'flag_values', 'ConfigRefused', 'safe_config_yaml', 'load_config_file', 'train_settings',
+           'resolved_config', 'format_config', 'build_parser', 'main', 'check_trl_equivalents', 'trl_table']
 
 # %% ../nbs/92_cli.ipynb #cc01eefd
 SEED_RANGE = (0, 2**31)  # seeds a command accepts: every generator (python, numpy, torch, the trainer's derived ones) takes them
@@ -195,7 +195,8 @@ def parse_value(name: str,  # the field, for the error message
         if t in bases and s.startswith(opener):
             try: v = json.loads(s)
             except json.JSONDecodeError as e: raise ValueError(f"{name} must be {type_name(tp)}, got invalid JSON {text!r} ({e.msg})") from None
-            except RecursionError: raise ValueError(f"{name} is nested more than {MAX_JSON_DEPTH} levels deep") from None
+            except RecursionError:
+                raise ValueError(f"{name} is nested more than {MAX_JSON_DEPTH} levels deep") from None
             return coerce(name, tp, check_json_size(v, name))
     if str in bases or any(b not in _SCALARS + (dict, list, tuple, type(None), typing.Literal) for b in bases): return text   # str, or a type given by name
     raise ValueError(f"{name} must be {type_name(tp)}, got {text!r}")
@@ -296,18 +297,20 @@ class ConfigRefused(ValueError):
     "A config file that is refused before it is built: an alias, or nesting deeper than MAX_JSON_DEPTH."
 
 def safe_config_yaml(text: str):
-    "yaml.safe_load without anchors and aliases (a few hundred bytes of them expand to gigabytes) and with nesting at most MAX_JSON_DEPTH deep."
+    "yaml.safe_load without anchors or aliases (a few bytes of them can expand to gigabytes), nested <= MAX_JSON_DEPTH."
     import yaml
     class Loader(yaml.SafeLoader):
         depth = 0
         def compose_node(self, parent, index):
             e, line = self.peek_event(), self.peek_event().start_mark.line + 1
             if isinstance(e, yaml.AliasEvent):
-                raise ConfigRefused(f"uses a YAML alias (*{e.anchor}) at line {line}; a config takes no anchors or aliases: write the value out")
+                raise ConfigRefused(f"uses a YAML alias (*{e.anchor}) at line {line}; "
+                                    "a config takes no anchors or aliases: write the value out")
             nested = isinstance(e, (yaml.SequenceStartEvent, yaml.MappingStartEvent))
             self.depth += nested
             try:
-                if self.depth > MAX_JSON_DEPTH: raise ConfigRefused(f"is nested more than {MAX_JSON_DEPTH} levels deep (line {line})")
+                if self.depth > MAX_JSON_DEPTH:
+                    raise ConfigRefused(f"is nested more than {MAX_JSON_DEPTH} levels deep (line {line})")
                 return super().compose_node(parent, index)
             finally: self.depth -= nested
     loader = Loader(text)
@@ -325,11 +328,14 @@ def load_config_file(path: str | Path,  # a YAML or JSON file: a mapping of Trai
         raise ValueError(f"config file {p} is {size:,} bytes; a config file is at most {MAX_CONFIG_BYTES:,} bytes")
     raw = p.read_bytes()
     try: text = raw.decode("utf-8")
-    except UnicodeDecodeError as e: raise ValueError(f"config file {p} is not UTF-8 text (byte 0x{raw[e.start]:02x} at position {e.start})") from None
+    except UnicodeDecodeError as e:
+        why = f"byte 0x{raw[e.start]:02x} at position {e.start}"
+        raise ValueError(f"config file {p} is not UTF-8 text ({why})") from None
     try: data = safe_config_yaml(text)                                 # YAML 1.1 reads JSON too
     except ConfigRefused as e: raise ValueError(f"config file {p} {e}") from None
     except yaml.YAMLError as e: raise ValueError(f"config file {p} is not valid YAML or JSON: {e}") from None
-    except (RecursionError, MemoryError) as e: raise ValueError(f"config file {p} cannot be read: {type(e).__name__}") from None
+    except (RecursionError, MemoryError) as e:
+        raise ValueError(f"config file {p} cannot be read: {type(e).__name__}") from None
     if data is None: data = {}
     if not isinstance(data, dict): raise ValueError(f"config file {p} must be a mapping of {cls.__name__} fields, got a {type(data).__name__}")
     fields_, recipe, values = config_fields(cls), None, {}
@@ -399,6 +405,8 @@ def _bench_cmd(a):
     result = BENCHES[a.name]()
     print(json.dumps(result) if a.json else json.dumps(result, indent=1))
 
+OVERWRITE_HELP = "replace an earlier rlref run in --out (only the files rlref wrote)"
+
 def _train_parser(sub) -> argparse.ArgumentParser:
     "`rlref train`: the run options, then one flag per TrainConfig field (see add_config_args)."
     t = sub.add_parser("train", help="run a recipe: SFT warm start, then RL", allow_abbrev=False,
@@ -409,7 +417,7 @@ def _train_parser(sub) -> argparse.ArgumentParser:
     r.add_argument("--config", metavar="FILE", help="a YAML or JSON file: a mapping of TrainConfig fields, and optionally recipe:")
     r.add_argument("--print-config", nargs="?", const="yaml", choices=("yaml", "json"), help="print the resolved config (YAML unless json) and exit without training")
     r.add_argument("--resume", action="store_true", help="continue from the newest complete checkpoint in --out")
-    r.add_argument("--overwrite", action="store_true", help="replace an earlier rlref run in --out (only the files rlref wrote)")
+    r.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     r.add_argument("--quiet", action="store_true", help="no progress bars (the same as --no-progress)")
     add_config_args(t, defaults=TRAIN_DEFAULTS)
     t.set_defaults(func=_train_cmd)
@@ -423,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--steps", type=int, default=800); s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", default="runs/sft"); s.add_argument("--batch-size", type=int, default=128)
     s.add_argument("--lr", type=float, default=3e-3); s.add_argument("--quiet", action="store_true")
-    s.add_argument("--overwrite", action="store_true", help="replace an earlier rlref run in --out (only the files rlref wrote)")
+    s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     s.set_defaults(func=_sft_cmd)
     t = _train_parser(sub)
     b = sub.add_parser("bench", help="benchmarks, side by side with the peer, as ratios")

@@ -133,17 +133,20 @@ def read_jsonl(path) -> list[dict]:
     return rows
 
 # %% ../nbs/00b_core.ipynb #5e1d0c34
-MAX_JSON_DEPTH, MAX_JSON_SIZE = 20, 1_000_000  # how many levels deep, and about how many characters of JSON, a config value may be
+MAX_JSON_DEPTH = 20          # how many levels of dicts and lists a config value may nest
+MAX_JSON_SIZE = 1_000_000    # about how many characters of JSON a config value may take
 
 def check_json_size(value,  # nested dicts, lists and tuples of scalars (a config value)
                     name: str,  # what the error calls it
                     max_depth: int = MAX_JSON_DEPTH, max_size: int = MAX_JSON_SIZE):
-    "Refuse `value` when its dicts and lists nest deeper than `max_depth` or it is larger than about `max_size` characters as JSON."
+    "Refuse `value` when it nests deeper than `max_depth` or is larger than about `max_size` characters as JSON."
     stack, size = [(value, 1)], 0
     while stack:
         v, depth = stack.pop()
         size += 1 + (len(v) if isinstance(v, (str, bytes)) else 0)
-        if size > max_size: raise ValueError(f"{name} is larger than {max_size:,} characters as JSON (a shared part counts each time it appears)")
+        if size > max_size:
+            raise ValueError(f"{name} is larger than {max_size:,} characters as JSON "
+                             "(a shared part counts each time it appears)")
         if isinstance(v, (dict, list, tuple)):
             if depth > max_depth: raise ValueError(f"{name} is nested more than {max_depth} levels deep")
             stack.extend((x, depth + 1) for x in ([x for kv in v.items() for x in kv] if isinstance(v, dict) else v))
@@ -193,7 +196,8 @@ def run_lock(out):
     key = str(out.resolve())
     if key in _RUN_LOCKS: _RUN_LOCKS[key][1] += 1; outermost = False
     else:
-        if (out / ".lock").is_symlink(): raise RunDirError(f"run directory {out}: .lock is a symbolic link; rlref writes nothing outside a run")
+        if (out / ".lock").is_symlink():
+            raise RunDirError(f"run directory {out}: .lock is a symbolic link; rlref writes nothing outside a run")
         try: f = open(out / ".lock", "a+")
         except OSError as e: raise RunDirError(f"cannot write to run directory {out}: {e.strerror}") from None
         try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -210,13 +214,14 @@ def run_lock(out):
 
 # %% ../nbs/00b_core.ipynb #7a3e9b03
 RUN_MARKER = ".rlref-run"  # the file a claim writes into every run directory: what makes a folder an rlref run
-RUN_FILES = ("metrics.jsonl", "summary.json", "config.json", "run.json", "report.png", "checkpoints", "policy", "sft", "model")
-_LEFTOVER = re.compile(r"\.(.+)\.(?:tmp|old)\d+")  # what an interrupted atomic_write or save_pretrained leaves: .NAME.tmpPID
+RUN_FILES = ("metrics.jsonl", "summary.json", "config.json", "run.json", "report.png",  # what rlref writes at the top
+             "checkpoints", "policy", "sft", "model")                                  # of a run directory
+_LEFTOVER = re.compile(r"\.(.+)\.(?:tmp|old)\d+")  # an interrupted atomic_write or save_pretrained: .NAME.tmpPID
 
 def _plain_file(p: Path) -> bool: return p.is_file() and not p.is_symlink()
 
 def is_run_dir(out) -> bool:
-    "Whether `out` is recognisably an rlref run: it has the run marker, or (runs written before the marker) a metrics.jsonl, summary.json or checkpoint manifest."
+    "Whether `out` is an rlref run: it has the run marker, or (older runs) a metrics.jsonl, summary.json or manifest."
     out = Path(out)
     if not out.is_dir(): return False
     if any(_plain_file(out / n) for n in (RUN_MARKER, "metrics.jsonl", "summary.json")): return True
@@ -224,7 +229,7 @@ def is_run_dir(out) -> bool:
     return ck.is_dir() and not ck.is_symlink() and any(re.fullmatch(r"step_\d{6}\.json", p.name) for p in ck.iterdir())
 
 def is_run_file(name: str) -> bool:
-    "Whether a top-level name in a run directory is one rlref writes (RUN_FILES, the marker, an interrupted write's leftover)."
+    "Whether a top-level name in a run directory is one rlref writes (RUN_FILES, the marker, a torn write's leftover)."
     m = _LEFTOVER.fullmatch(name)
     return name in RUN_FILES + (RUN_MARKER,) or (m is not None and m[1] in RUN_FILES)
 
@@ -233,13 +238,15 @@ def _listing(names: list) -> str: return ", ".join(names[:4]) + (", ..." if len(
 def clear_run_dir(out, overwrite: bool = False,  # in an rlref run, delete what rlref wrote instead of refusing
                   keep: tuple = (),  # names this run has already written (e.g. 'sft'), left in place
                   resumable: bool = True):  # whether the refusal should mention --resume
-    "Refuse a run directory that holds anything but its lock, marker (and `keep`); with `overwrite`, delete rlref's own files of an rlref run, and nothing else."
+    "Refuse a non-empty run directory; with `overwrite`, delete the files rlref wrote in an rlref run, nothing else."
     out = Path(out)
-    found = sorted(p.name for p in out.iterdir() if p.name not in (".lock", *keep) and not (p.name == RUN_MARKER and _plain_file(p))) if out.is_dir() else []
+    ours = lambda p: p.name in (".lock", *keep) or (p.name == RUN_MARKER and _plain_file(p))
+    found = sorted(p.name for p in out.iterdir() if not ours(p)) if out.is_dir() else []
     if not found: return
     if not is_run_dir(out):
         raise RunDirError(f"run directory {out} is not empty ({_listing(found)}) and is not an rlref run; "
-                          + ("--overwrite clears only rlref runs, so " if overwrite else "") + "choose a new or empty folder for --out")
+                          + ("--overwrite clears only rlref runs, so " if overwrite else "")
+                          + "choose a new or empty folder for --out")
     if not overwrite:
         raise RunDirError(f"run directory {out} is not empty ({_listing(found)}); choose another --out, "
                           + ("continue it with --resume, " if resumable else "") + "or replace it with --overwrite")
@@ -252,31 +259,34 @@ def clear_run_dir(out, overwrite: bool = False,  # in an rlref run, delete what 
 
 @contextmanager
 def claim_run_dir(out, resume: bool = False, overwrite: bool = False, keep: tuple = (), resumable: bool = True):
-    "Lock run directory `out` for the block and mark it as an rlref run; a fresh (not `resume`) outermost claim also checks it is empty or clears it (`overwrite`)."
-    if resume and overwrite: raise RunDirError(f"resume and overwrite exclude each other: one continues the run in {out}, the other deletes it")
+    "Lock and mark run directory `out` for the block; a fresh outermost claim also checks it is empty, or clears it."
+    if resume and overwrite:
+        raise RunDirError(f"resume and overwrite exclude each other: one continues the run in {out}, "
+                          "the other deletes it")
     if resume and not check_out_path(out).is_dir(): raise FileNotFoundError(f"nothing to resume: run directory {out} does not exist")
     new_lock = not os.path.lexists(Path(out) / ".lock")
     with run_lock(out) as (out, outermost):
         if outermost and not resume:
             try: clear_run_dir(out, overwrite, keep, resumable)
             except RunDirError:
-                if new_lock and not is_run_dir(out): (out / ".lock").unlink(missing_ok=True)   # a refused folder keeps no trace of the attempt
+                if new_lock and not is_run_dir(out): (out / ".lock").unlink(missing_ok=True)   # no trace of the attempt
                 raise
         if outermost and not os.path.lexists(out / RUN_MARKER):
-            (out / RUN_MARKER).write_text("an rlref run directory: --overwrite deletes what rlref wrote here, and nothing else\n")
+            (out / RUN_MARKER).write_text("an rlref run: --overwrite deletes what rlref wrote here, nothing else\n")
         yield out
 
 # %% ../nbs/00b_core.ipynb #7a3e9b0a
 def inside_run(out,  # the run directory
                path,  # a file or folder under it that is about to be read
                what: str = "file") -> Path:
-    "`path`, once it is known to lie under `out` with no symbolic link on the way: nothing outside a run directory is read."
+    "`path`, once it is known to lie under `out` with no symbolic link on the way: nothing outside a run is read."
     out, path = Path(out), Path(path)
     try: parts = path.relative_to(out).parts
     except ValueError: raise RunDirError(f"{what} {path} is not inside the run directory {out}") from None
     for i in range(1, len(parts) + 1):
         if (p := out.joinpath(*parts[:i])).is_symlink():
-            raise RunDirError(f"{what} {path} is not read: {p} is a symbolic link, and rlref reads nothing outside the run directory {out}")
+            raise RunDirError(f"{what} {path} is not read: {p} is a symbolic link, "
+                              f"and rlref reads nothing outside the run directory {out}")
     return path
 
 # %% ../nbs/00b_core.ipynb #7a3e9b06

@@ -417,11 +417,12 @@ def load_rows(path,  # a Dataset/DatasetDict; a save_to_disk directory; a .json/
         if p.is_dir() and any((p / f).is_file() for f in ("state.json", "dataset_dict.json")): return load_from_disk(str(p))
         if p.is_file():
             if p.suffix.lower() not in DATA_FILE_BUILDERS: raise ValueError(f"cannot read {str(p)!r}: a data file must end in one of {sorted(DATA_FILE_BUILDERS)}")
-            if p.stat().st_size < 1 << 16 and not p.read_bytes().strip(): raise ValueError(f"the data file {str(p)!r} is empty: it has no rows")
+            if p.stat().st_size < 1 << 16 and not p.read_bytes().strip():
+                raise ValueError(f"the data file {str(p)!r} is empty: it has no rows")
             return load_dataset(DATA_FILE_BUILDERS[p.suffix.lower()], data_files=str(p))   # a DatasetDict with one 'train' split
         if p.is_dir(): return load_dataset(str(p))                      # a folder of data files: datasets infers format and splits
     except Exception as e:
-        if m := re.search(r'Instruction "(.+?)" corresponds to no data', str(e)):   # the datasets library's words for an empty split
+        if m := re.search(r'Instruction "(.+?)" corresponds to no data', str(e)):   # datasets' words for an empty split
             raise ValueError(f"the data file {str(p)!r} has no rows" if p.is_file() else
                              f"the dataset at {str(p)!r} has no rows in its split {m[1]!r}") from None
         if isinstance(e, ValueError): raise
@@ -573,12 +574,13 @@ class RewardMix:
 
 def reward_values(vals, name: str,  # what a reward function returned, and its name
                   n: int) -> list:  # how many completions it scored
-    "A reward function's return as a list of `n` values, or one ValueError naming the function, what it returned and what was expected."
+    "A reward function's return as a list of `n` values, or one ValueError naming the function and what it returned."
     if isinstance(vals, torch.Tensor) and vals.dim() == 1: vals = vals.tolist()
     if type(vals).__module__ == "numpy" and getattr(vals, "ndim", None) == 1: vals = vals.tolist()
     if isinstance(vals, (list, tuple)) and len(vals) == n: return list(vals)
     got = f"{len(vals)} rewards" if isinstance(vals, (list, tuple)) else f"a {type(vals).__name__} ({repr(vals)[:40]})"
-    raise ValueError(f"reward function {name!r} returned {got} for {n} completions; it must return a list of {n} rewards, one per completion")
+    raise ValueError(f"reward function {name!r} returned {got} for {n} completions; "
+                     f"it must return a list of {n} rewards, one per completion")
 
 def _finite_reward(v, name: str, i: int) -> float:
     "float(v), or one ValueError naming the function: unlike TRL (which nansums), an explicit NaN or inf is a broken reward, not 'does not apply'."

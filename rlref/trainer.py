@@ -180,7 +180,7 @@ class TrainConfig:
     task_kwargs: dict = field(default_factory=dict)  # passed to make_task (e.g. n_digits, n_train)
     task_seed: int | None = None         # seed of the task's train/test split (None = seed); fix it when several RL seeds share one warm start
     reward_funcs: list | None = None     # TRL-style reward functions (rlref.tasks.REWARD_FUNCS names, 'module:function' strings; callables only without out); None = the task's correctness + format_weight * format
-    reward_weights: list[float] | None = None   # one finite weight per reward function (None = all 1.0); the reward is their weighted sum
+    reward_weights: list[float] | None = None  # one finite weight per reward function (None = all 1.0): a weighted sum
     model: str | None = None             # HF checkpoint path/name; None = fresh tiny model + SFT warm start
     warm_start: str | None = None        # a shipped warm start (rlref.testbed.WARM_STARTS): this seed's checkpoint, checked by SHA-256 (instead of model / SFT)
     size: str = "tiny"                   # model preset when model is None
@@ -779,9 +779,11 @@ def rollout(self: Trainer) -> Rollout:
     if cfg.reward_funcs is not None:                                      # TRL-style: the weighted sum; extras["correct"] stays the task's correctness
         rewards, correct, r.extras["reward_funcs"] = self.mixed_rewards(r.prompts, r.completions, cols)   # (B,), (B,), (B, K)
     else:
-        correct = torch.tensor(self._task_rewards(self.task.reward_fn, r, cols), dtype=torch.float32)  # (B,) one call: rewards can be costly
+        correct = torch.tensor(self._task_rewards(self.task.reward_fn, r, cols), dtype=torch.float32)  # (B,) one call
         rewards = correct.clone()
-        if cfg.format_weight: rewards = rewards + cfg.format_weight * torch.tensor(self._task_rewards(self.task.format_reward_fn, r, cols))
+        if cfg.format_weight:
+            fmt = self._task_rewards(self.task.format_reward_fn, r, cols)
+            rewards = rewards + cfg.format_weight * torch.tensor(fmt)
     if cfg.overlong_buffer:
         r.extras["overlong_penalty"] = soft_overlong_penalty(r.lengths, self.max_new_tokens, cfg.overlong_buffer).to(self.device)
         rewards = rewards.to(self.device) + r.extras["overlong_penalty"]
@@ -790,8 +792,9 @@ def rollout(self: Trainer) -> Rollout:
 
 @patch
 def _task_rewards(self: Trainer, fn, r: Rollout, cols: dict) -> list:
-    "One of the task's reward functions on a rollout's completions, its return checked (a list of one reward per completion)."
-    return reward_values(fn(r.prompts, r.completions, **cols), getattr(fn, "__name__", type(fn).__name__), len(r.completions))
+    "One of the task's reward functions on a rollout's completions, its return checked (one reward per completion)."
+    name = getattr(fn, "__name__", type(fn).__name__)
+    return reward_values(fn(r.prompts, r.completions, **cols), name, len(r.completions))
 
 def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
     "The rows of several rollouts as one: prompts re-left-padded and completions re-right-padded to the widest, groups renumbered."
@@ -831,7 +834,9 @@ def reward_mix(self: Trainer) -> RewardMix | None:
 def correctness(self: Trainer, prompts: list[str], completions: list[str], **columns) -> list[float]:
     "The task's correctness reward; for a task without one (a dataset without answers), the weighted reward_funcs."
     fn = self.task.reward_fn
-    if fn is not None: return reward_values(fn(prompts, completions, **columns), getattr(fn, "__name__", type(fn).__name__), len(completions))
+    if fn is not None:
+        name = getattr(fn, "__name__", type(fn).__name__)
+        return reward_values(fn(prompts, completions, **columns), name, len(completions))
     if self.reward_mix is None: raise ValueError(f"task {self.task.name!r} has no correctness reward (no answer column): set reward_funcs")
     return self.reward_mix(prompts, completions, **columns)
 
@@ -1118,7 +1123,9 @@ def _load_policy_state(self: Trainer, policy_state: dict, info: dict, path):
 def read_manifest(path) -> dict:
     "A checkpoint manifest, validated: a JSON object whose `tensors` and `state` entries name a file inside its folder and its SHA-256."
     path = Path(path)
-    if path.is_symlink(): raise RunDirError(f"checkpoint manifest {path} is a symbolic link; rlref reads nothing outside the run directory")
+    if path.is_symlink():
+        raise RunDirError(f"checkpoint manifest {path} is a symbolic link; "
+                          "rlref reads nothing outside the run directory")
     try: info = json.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError: raise RunDirError(f"checkpoint manifest {path} is not UTF-8 text") from None
     except json.JSONDecodeError as e: raise RunDirError(f"checkpoint manifest {path} is not JSON ({e.msg})") from None
@@ -1138,7 +1145,8 @@ def read_manifest(path) -> dict:
 def _read_verified(path: Path, entry: dict) -> bytes:
     "The bytes of the file a manifest entry names, checked against its SHA-256."
     f = path.parent / entry["file"]
-    if f.is_symlink(): raise RunDirError(f"checkpoint file {f} is a symbolic link; rlref reads nothing outside the run directory")
+    if f.is_symlink():
+        raise RunDirError(f"checkpoint file {f} is a symbolic link; rlref reads nothing outside the run directory")
     if not f.is_file(): raise RunDirError(f"checkpoint file {f} is missing")
     data = f.read_bytes()
     if _sha256(data) != entry["sha256"]: raise RunDirError(f"checkpoint file {f} is corrupt: its SHA-256 does not match the manifest")
@@ -1146,7 +1154,7 @@ def _read_verified(path: Path, entry: dict) -> bytes:
 
 def find_checkpoint(out) -> Path:
     "The manifest of the newest complete, uncorrupted checkpoint under out/checkpoints (warns about each one it skips)."
-    d = inside_run(out, Path(out) / "checkpoints", "checkpoints folder")   # a linked folder is refused: its files would lie elsewhere
+    d = inside_run(out, Path(out) / "checkpoints", "checkpoints folder")   # a linked folder's files lie elsewhere
     manifests = _manifests(d)
     for p in sorted(d.glob("*.pt")) if d.is_dir() else []:
         warnings.warn(f"ignoring {p}: pickle checkpoints are never loaded (they can run code); rlref writes .safetensors + .json")
@@ -1216,7 +1224,7 @@ def check_resume(out, cfg: TrainConfig) -> dict | None:
     return summary if isinstance(summary, dict) and summary.get("steps") == cfg.steps else None
 
 def preflight_run(cfg: TrainConfig, resume: bool = False, overwrite: bool = False):
-    "What `fit` checks about cfg.out, checked before anything is written (a caller that writes before `fit`, like the SFT warm start of `Trainer.setup`, calls this first); with `overwrite` it clears rlref's files from cfg.out (an rlref run only)."
+    "`fit`'s checks of cfg.out (and `overwrite`'s clearing), before any write: Trainer.setup calls it first."
     if not cfg.out:
         if resume: raise ValueError("resume needs cfg.out (the run directory to resume from)")
         return
