@@ -298,7 +298,8 @@ def exact_match(model, tokenizer, dataset, reward_fn: Callable = correctness_rew
     if len(dataset) == 0: raise ValueError("exact_match needs at least one row: the dataset (after `limit`) is empty")
     comps = greedy_completions(model, tokenizer, list(dataset["prompt"]), max_new_tokens, batch_size, chat_template, system_prompt)
     cols = {c: list(dataset[c]) for c in dataset.column_names if c != "prompt"}
-    rewards = reward_fn(list(dataset["prompt"]), comps, **cols)
+    name = getattr(reward_fn, "__name__", type(reward_fn).__name__)
+    rewards = reward_values(reward_fn(list(dataset["prompt"]), comps, **cols), name, len(comps))   # (defined below)
     return sum(r >= 1.0 for r in rewards) / len(rewards)
 
 # %% ../nbs/02_tasks.ipynb #678e6ea3
