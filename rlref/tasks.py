@@ -15,9 +15,9 @@ from tqdm import tqdm
 __all__ = ['TASKS', 'DATA_FILE_BUILDERS', 'TEST_SPLITS', 'REWARD_FUNCS', 'parse_int', 'arith_canonical', 'make_arithmetic',
            'correctness_reward', 'format_reward', 'safe_eval', 'make_countdown', 'countdown_reward',
            'countdown_format_reward', 'make_recall', 'recall_reward', 'Task', 'make_task', 'canonical_form',
-           'split_leaks', 'greedy_completions', 'exact_match', 'last_boxed', 'extract_answer', 'parse_last_number',
-           'parse_choice_letter', 'normalize_answer', 'answer_reward', 'load_rows', 'task_splits', 'task_columns',
-           'make_dataset_task', 'reward_func', 'RewardMix', 'reward_values', 'combine_rewards']
+           'split_leaks', 'greedy_completions', 'reward_values', 'exact_match', 'last_boxed', 'extract_answer',
+           'parse_last_number', 'parse_choice_letter', 'normalize_answer', 'answer_reward', 'load_rows', 'task_splits',
+           'task_columns', 'make_dataset_task', 'reward_func', 'RewardMix', 'combine_rewards']
 
 # %% ../nbs/02_tasks.ipynb #7c77cda5
 _INT_RE = re.compile(r"^\s*(-?\d{1,30})(?!\d)")
@@ -288,6 +288,16 @@ def greedy_completions(model, tokenizer, prompts: list[str], max_new_tokens: int
     model.train(was_training)
     return out
 
+def reward_values(vals, name: str,  # what a reward function returned, and its name
+                  n: int) -> list:  # how many completions it scored
+    "A reward function's return as a list of `n` values, or one ValueError naming the function and what it returned."
+    if isinstance(vals, torch.Tensor) and vals.dim() == 1: vals = vals.tolist()
+    if type(vals).__module__ == "numpy" and getattr(vals, "ndim", None) == 1: vals = vals.tolist()
+    if isinstance(vals, (list, tuple)) and len(vals) == n: return list(vals)
+    got = f"{len(vals)} rewards" if isinstance(vals, (list, tuple)) else f"a {type(vals).__name__} ({repr(vals)[:40]})"
+    raise ValueError(f"reward function {name!r} returned {got} for {n} completions; "
+                     f"it must return a list of {n} rewards, one per completion")
+
 def exact_match(model, tokenizer, dataset, reward_fn: Callable = correctness_reward, max_new_tokens: int = 8,
                 batch_size: int = 256, limit: int | None = None,
                 chat_template: bool | None = None, system_prompt: str | None = None,  # how prompts are encoded (greedy_completions)
@@ -299,7 +309,7 @@ def exact_match(model, tokenizer, dataset, reward_fn: Callable = correctness_rew
     comps = greedy_completions(model, tokenizer, list(dataset["prompt"]), max_new_tokens, batch_size, chat_template, system_prompt)
     cols = {c: list(dataset[c]) for c in dataset.column_names if c != "prompt"}
     name = getattr(reward_fn, "__name__", type(reward_fn).__name__)
-    rewards = reward_values(reward_fn(list(dataset["prompt"]), comps, **cols), name, len(comps))   # (defined below)
+    rewards = reward_values(reward_fn(list(dataset["prompt"]), comps, **cols), name, len(comps))
     return sum(r >= 1.0 for r in rewards) / len(rewards)
 
 # %% ../nbs/02_tasks.ipynb #678e6ea3
@@ -572,16 +582,6 @@ class RewardMix:
         return self.score(prompts, completions, **columns)[0]
 
     def __repr__(self): return f"RewardMix({dict(zip(self.names, self.weights))})"
-
-def reward_values(vals, name: str,  # what a reward function returned, and its name
-                  n: int) -> list:  # how many completions it scored
-    "A reward function's return as a list of `n` values, or one ValueError naming the function and what it returned."
-    if isinstance(vals, torch.Tensor) and vals.dim() == 1: vals = vals.tolist()
-    if type(vals).__module__ == "numpy" and getattr(vals, "ndim", None) == 1: vals = vals.tolist()
-    if isinstance(vals, (list, tuple)) and len(vals) == n: return list(vals)
-    got = f"{len(vals)} rewards" if isinstance(vals, (list, tuple)) else f"a {type(vals).__name__} ({repr(vals)[:40]})"
-    raise ValueError(f"reward function {name!r} returned {got} for {n} completions; "
-                     f"it must return a list of {n} rewards, one per completion")
 
 def _finite_reward(v, name: str, i: int) -> float:
     "float(v), or one ValueError naming the function: unlike TRL (which nansums), an explicit NaN or inf is a broken reward, not 'does not apply'."
