@@ -1,4 +1,4 @@
-"""Seed sweep for chapter 13's test-size check that depends on training (EVIDENCE.md rule 7).
+"""Seed sweep for chapter 13's test-size check that depends on training: how far the assertion is from failing, per seed.
 
 - small (cell "A small run"): uniform / PER / FreshPER (tau 1) replay on the testbed from the seed's shipped arith2 warm start,
   8 prompts x 4 samples, K = 2 replay updates of 16 rows, capacity 96, 6 steps. Margins: PER's expected replay age at the last step
@@ -7,8 +7,7 @@
 
     PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python experiments/13_replay/seed_sweep.py --checks small --seeds 0 1 2 3 4
 
-Lines with check "grid", "grid_sampled_only" and "arith" in the .jsonl come from the chapter's earlier version (a grid-world warm
-start and a 6-step arithmetic run); those cells are gone.
+Lines with check "grid", "grid_sampled_only" and "arith" in the .jsonl are not read by the chapter.
 """
 import sys as _sys, pathlib as _pathlib
 _sys.path.insert(0, str(_pathlib.Path(__file__).resolve().parents[2] / "tools"))  # the shared sweep runner
