@@ -1,10 +1,13 @@
-"""Seed sweep for chapter 32's test-size checks that depend on trained models (EVIDENCE.md rule 7).
+"""Seed sweep for chapter 32's test-size checks that depend on trained models (a check's margin over seeds,
+not only on the seed the test runs).
 
 Per seed s the reward classifier (chapter seed 0 -> s), the pretrained flow (0 -> s) and the rollout generator (0 -> s) change;
-the digit split stays the chapter's. Checks (cells 26 and 41), on 64 FDFO pairs:
+the digit split stays the chapter's. Checks (the P1 cosine cell, the one that asserts on `cos_fd`, and
+exercise 3's check), on 64 FDFO pairs:
 - P1: mean cosine of FDFO's direction with autograd's reward gradient at gamma = 0.01 > 0.05, fraction positive > 0.8
 - cos(gamma = 0.3) mean < cos(gamma = 1e-3) mean
-(The "parameters changed" checks of cells 18 and 24 hold whenever one reward differs from another; not swept.)
+(The "parameters changed" checks after one `fdfo_update` and one `grpo_update` hold whenever one reward differs
+from another; not swept.)
 
     PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python experiments/32_paired_flow_rl/seed_sweep.py --seeds 0 1 2 3 4 5 6 7
 """
