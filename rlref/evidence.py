@@ -13,7 +13,7 @@ from scipy import stats
 __all__ = ['run_score', 'run_auc', 'Comparison', 'paired_comparison', 'noise_floor', 'hits_array', 'hierarchical_bootstrap',
            'Prediction', 'Verdict', 'verdict', 'verdict_table', 'runs_from_log']
 
-# %% ../nbs/07c_evidence.ipynb #107c9eb2
+# %% ../nbs/07c_evidence.ipynb #fb536ef2
 def _values(evals) -> np.ndarray:
     "Evaluations as floats: a sequence of numbers, or of (step, value) pairs (the value is taken)."
     a = np.asarray(evals, dtype=float)
@@ -28,7 +28,7 @@ def run_score(evals,  # held-out evaluations of one run in step order: numbers, 
     if int(last_k) != last_k or last_k < 1: raise ValueError(f"last_k must be a positive integer, got {last_k!r}")
     return float(_values(evals)[-int(last_k):].mean())
 
-# %% ../nbs/07c_evidence.ipynb #21f2ac51
+# %% ../nbs/07c_evidence.ipynb #5d2eb7cc
 def run_auc(steps,  # the evaluation steps, strictly increasing
             evals,  # the held-out value at each step
            ) -> float:
@@ -39,7 +39,7 @@ def run_auc(steps,  # the evaluation steps, strictly increasing
     if np.any(np.diff(s) <= 0): raise ValueError("steps must be strictly increasing")
     return float(np.sum((v[1:] + v[:-1]) / 2 * np.diff(s)) / (s[-1] - s[0]))
 
-# %% ../nbs/07c_evidence.ipynb #ee9c4b1d
+# %% ../nbs/07c_evidence.ipynb #ffb7d63c
 @dataclass(frozen=True)
 class Comparison:
     "Seed-paired differences treatment − control and what they say: paired-t and bootstrap intervals, sign count."
@@ -57,7 +57,7 @@ class Comparison:
 
     def as_dict(self) -> dict: return asdict(self)
 
-# %% ../nbs/07c_evidence.ipynb #f82d1752
+# %% ../nbs/07c_evidence.ipynb #3e3e649d
 def _t_interval(d: np.ndarray, level: float):
     "Paired-t interval and two-sided p for the mean of d (a zero spread gives a point interval)."
     n, m = d.size, float(d.mean())
@@ -88,7 +88,7 @@ def paired_comparison(treatment: dict,  # {seed: run summary} of the treatment a
     return Comparison(seeds=seeds, diffs=d.tolist(), n=d.size, mean=mean, sd=sd, t_ci=t_ci, t_p=t_p, boot_ci=boot,
                       n_pos=int((d > 0).sum()), n_neg=int((d < 0).sum()), level=level)
 
-# %% ../nbs/07c_evidence.ipynb #c906c578
+# %% ../nbs/07c_evidence.ipynb #8e6b8aaf
 def noise_floor(replicate_a: dict,  # {seed: run summary} of one arm
                 replicate_b: dict,  # {seed: run summary} of the same arm retrained (another data-order seed or machine)
                ) -> float:
@@ -97,7 +97,7 @@ def noise_floor(replicate_a: dict,  # {seed: run summary} of one arm
     if not seeds: raise ValueError("the replicates share no seed: nothing to pair")
     return float(np.mean([abs(float(replicate_a[s]) - float(replicate_b[s])) for s in seeds]))
 
-# %% ../nbs/07c_evidence.ipynb #5bcee8db
+# %% ../nbs/07c_evidence.ipynb #8a21ce70
 def hits_array(hits) -> np.ndarray:
     "Per-prompt correctness as a 0/1 float array: from a list of bools/ints or a '0110...' string (as logs store it)."
     if isinstance(hits, str): return (np.frombuffer(hits.encode(), dtype=np.uint8) - ord("0")).astype(float)
@@ -113,15 +113,19 @@ def hierarchical_bootstrap(hits_a: dict,  # {seed: per-prompt 0/1 hits of arm A}
     seeds = sorted(set(hits_a) & set(hits_b))
     if not seeds: raise ValueError("no seed is present in both arms: nothing to pair")
     a, b = [hits_array(hits_a[s]) for s in seeds], [hits_array(hits_b[s]) for s in seeds]
-    if len({x.size for x in a + b}) != 1: raise ValueError("every seed needs the same prompts for both arms (equal lengths)")
+    if len({x.size for x in a + b}) != 1:
+        raise ValueError("every seed needs the same prompts for both arms (equal lengths)")
     d, rng = np.stack(a) - np.stack(b), np.random.default_rng(seed)    # (S, N)
     S, N = d.shape
     si = rng.integers(0, S, (int(n_boot), S))             # (B, S) seeds drawn
-    pj = rng.integers(0, N, (int(n_boot), S, N))          # (B, S, N) prompts drawn within each drawn seed
-    means = d[si[:, :, None], pj].mean(axis=(1, 2))       # (B,)
+    means = []
+    for lo in range(0, int(n_boot), 256):                 # in chunks: (256, S, N) indices at a time
+        pj = rng.integers(0, N, (len(si[lo:lo + 256]), S, N))   # prompts drawn within each drawn seed
+        means.append(d[si[lo:lo + 256, :, None], pj].mean(axis=(1, 2)))
+    means = np.concatenate(means)                         # (B,)
     return tuple(float(x) for x in np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2]))
 
-# %% ../nbs/07c_evidence.ipynb #3ac040d7
+# %% ../nbs/07c_evidence.ipynb #2414b9e3
 @dataclass(frozen=True)
 class Prediction:
     "One claim recorded before the runs: what is compared, in which direction, and the number that refutes it."
@@ -129,22 +133,26 @@ class Prediction:
     claim: str                           # one sentence a reader can check
     metric: str                          # key of the run records, e.g. "heldout_last3"
     treatment: str                       # arm name
-    control: str | None = None           # arm name; None = compare with baseline_metric of the same run, or baseline_value
+    control: str | None = None           # arm name; None = compare with baseline_metric of each run, or baseline_value
     baseline_metric: str | None = None   # per-seed diff = run[metric] − run[baseline_metric] (e.g. "heldout_start")
     baseline_value: float | None = None  # per-seed diff = run[metric] − baseline_value (e.g. chance, 0.25)
     direction: str = "greater"           # "greater" (treatment above) or "less" (treatment below)
     refute_at: float = 0.0               # signed difference at or below which the claim is refuted (0: no effect)
     noise: float | None = None           # a noise floor; a "holds" also needs the mean difference above it
     budget: str = ""                     # e.g. "200 steps x 64 prompts x 8 samples, 5 seeds"
-    kind: str = "prediction"             # "prediction" | "check" (an implementation check that cannot fail by construction)
+    kind: str = "prediction"             # "prediction" | "check" (an implementation check, cannot fail by construction)
     min_seeds: int = 3                   # fewer paired seeds than this: not settled
 
     def __post_init__(self):
         given = [x is not None for x in (self.control, self.baseline_metric, self.baseline_value)]
-        if sum(given) != 1: raise ValueError(f"{self.name}: give exactly one of control, baseline_metric, baseline_value")
-        if self.direction not in ("greater", "less"): raise ValueError(f"{self.name}: direction must be 'greater' or 'less'")
-        if self.kind not in ("prediction", "check"): raise ValueError(f"{self.name}: kind must be 'prediction' or 'check'")
-        if self.min_seeds < 2: raise ValueError(f"{self.name}: min_seeds must be at least 2 (an interval needs two seeds)")
+        if sum(given) != 1:
+            raise ValueError(f"{self.name}: give exactly one of control, baseline_metric, baseline_value")
+        if self.direction not in ("greater", "less"):
+            raise ValueError(f"{self.name}: direction must be 'greater' or 'less'")
+        if self.kind not in ("prediction", "check"):
+            raise ValueError(f"{self.name}: kind must be 'prediction' or 'check'")
+        if self.min_seeds < 2:
+            raise ValueError(f"{self.name}: min_seeds must be at least 2 (an interval needs two seeds)")
 
     @property
     def against(self) -> str:
@@ -152,7 +160,7 @@ class Prediction:
         if self.control is not None: return self.control
         return self.baseline_metric if self.baseline_metric is not None else f"{self.baseline_value:g}"
 
-# %% ../nbs/07c_evidence.ipynb #4bfa22dc
+# %% ../nbs/07c_evidence.ipynb #6cdbbeb7
 @dataclass(frozen=True)
 class Verdict:
     "What the runs say about one prediction."
@@ -172,7 +180,7 @@ class Verdict:
                 "sign count (+/−)": "—" if c is None else f"{c.n_pos}/{c.n_neg}", "status": self.status,
                 "reason": self.reason}
 
-# %% ../nbs/07c_evidence.ipynb #1e3eafa9
+# %% ../nbs/07c_evidence.ipynb #876dbd41
 def _by_seed(runs: list, arm: str, key: str) -> dict:
     "{seed: run[key]} for the runs of one arm (runs lacking the key or holding None are left out)."
     out = {}
@@ -194,20 +202,23 @@ def verdict(prediction: Prediction,  # the claim
     else: ctrl = {s: float(p.baseline_value) for s in treat}
     hi_arm, lo_arm = (treat, ctrl) if p.direction == "greater" else (ctrl, treat)
     if not set(treat) & set(ctrl):
-        return Verdict(p, "not settled", None, f"no paired seed (treatment seeds {sorted(treat)}, control {sorted(ctrl)})")
+        why = f"no paired seed (treatment seeds {sorted(treat)}, control {sorted(ctrl)})"
+        return Verdict(p, "not settled", None, why)
     c = paired_comparison(hi_arm, lo_arm, n_boot=n_boot)
     lo, hi = c.t_ci
-    if c.n < p.min_seeds: return Verdict(p, "not settled", c, f"{c.n} paired seeds, fewer than the {p.min_seeds} needed")
+    if c.n < p.min_seeds:
+        return Verdict(p, "not settled", c, f"{c.n} paired seeds, fewer than the {p.min_seeds} needed")
     ci = f"CI [{lo:+.3f}, {hi:+.3f}]"
     if lo > p.refute_at and (p.noise is None or c.mean > p.noise):
         status, reason = "holds", f"{ci} above {p.refute_at:+g}"
     elif hi <= p.refute_at: status, reason = "fails", f"{ci} at or below {p.refute_at:+g}"
-    elif lo > p.refute_at: status, reason = "not settled", f"inside noise: mean {c.mean:+.3f} <= noise floor {p.noise:.3f}"
+    elif lo > p.refute_at:
+        status, reason = "not settled", f"inside noise: mean {c.mean:+.3f} <= noise floor {p.noise:.3f}"
     else: status, reason = "not settled", f"{ci} spans {p.refute_at:+g}"
     if p.kind == "check": status = "check passes" if status == "holds" else "check fails"
     return Verdict(p, status, c, reason)
 
-# %% ../nbs/07c_evidence.ipynb #ca4ecb9b
+# %% ../nbs/07c_evidence.ipynb #5d2bde62
 def verdict_table(predictions: list,  # Prediction objects
                   runs: list,  # run records (see `verdict`)
                   n_boot: int = 10_000,  # bootstrap resamples per prediction
@@ -216,7 +227,7 @@ def verdict_table(predictions: list,  # Prediction objects
     import pandas as pd
     return pd.DataFrame([verdict(p, runs, n_boot=n_boot).as_row() for p in predictions]).set_index("name")
 
-# %% ../nbs/07c_evidence.ipynb #02f16385
+# %% ../nbs/07c_evidence.ipynb #cd1e87cd
 def runs_from_log(rows: list,  # rows of a JSON-lines log, one per training run
                   arm_key="arm",  # the row key holding the arm name (or a function row -> arm)
                   seed_key: str = "seed",  # the row key holding the seed
@@ -226,11 +237,13 @@ def runs_from_log(rows: list,  # rows of a JSON-lines log, one per training run
     out, seen = [], set()
     for i, row in enumerate(rows):
         arm = arm_key(row) if callable(arm_key) else row.get(arm_key)
-        if arm is None or row.get(seed_key) is None: raise ValueError(f"row {i} has no arm or seed ({arm_key!r}, {seed_key!r})")
+        if arm is None or row.get(seed_key) is None:
+            raise ValueError(f"row {i} has no arm or seed ({arm_key!r}, {seed_key!r})")
         if (arm, row[seed_key]) in seen: raise ValueError(f"two rows for arm {arm!r}, seed {row[seed_key]}")
         seen.add((arm, row[seed_key]))
         if metrics is None:
-            kept = {k: v for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool) and k != seed_key}
+            number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+            kept = {k: v for k, v in row.items() if number(v) and k != seed_key}
         else:
             spec = metrics if isinstance(metrics, dict) else {m: m for m in metrics}
             kept = {name: (k(row) if callable(k) else row.get(k)) for name, k in spec.items()}

@@ -91,6 +91,7 @@ def _runs():
     (dict(treatment="slow", baseline_value=0.25, kind="check"), "check passes", "above"),
     (dict(treatment="slow", baseline_value=0.9, kind="check"), "check fails", "at or below"),
     (dict(treatment="mixed", control="grpo", kind="check"), "check fails", "spans"),
+    (dict(treatment="two", control="grpo", kind="check"), "not settled", "fewer than the 3"),
     (dict(treatment="nobody", control="grpo"), "not settled", "no paired seed"),
 ])
 def test_verdict_rules(kw, status, reason):
