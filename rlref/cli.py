@@ -8,15 +8,16 @@ import argparse, dataclasses, difflib, inspect, json, math, os, re, sys, time, t
 from pathlib import Path
 from fastcore.docments import docments
 from .core import seed_everything, JsonlLogger, atomic_write, get_device, check_out_path, claim_run_dir, RunDirError
+from .core import inside_run, check_json_size, MAX_JSON_DEPTH
 from .models import make_char_tokenizer, make_tiny_llama, save_policy, sft_warm_start, MODEL_PRESETS
 from .tasks import make_task, exact_match, TASKS
 from .trainer import TrainConfig, Trainer, recipe_config, RECIPES, check_resume, find_checkpoint, read_manifest, RunInterrupted, TrainingStopped
 
 # %% auto #0
-__all__ = ['SEED_RANGE', 'TRAIN_DEFAULTS', 'TRL_EQUIVALENTS', 'PENDING_FIELDS', 'check_args', 'run_sft', 'run_train', 'type_name',
-           'config_fields', 'parse_value', 'coerce', 'CLIParser', 'add_config_args', 'flag_values', 'load_config_file',
-           'train_settings', 'resolved_config', 'format_config', 'build_parser', 'main', 'check_trl_equivalents',
-           'trl_table']
+__all__ = ['SEED_RANGE', 'MAX_CONFIG_BYTES', 'TRAIN_DEFAULTS', 'OVERWRITE_HELP', 'TRL_EQUIVALENTS', 'PENDING_FIELDS',
+           'check_args', 'run_sft', 'run_train', 'type_name', 'config_fields', 'parse_value', 'coerce', 'CLIParser',
+           'add_config_args', 'flag_values', 'ConfigRefused', 'safe_config_yaml', 'load_config_file', 'train_settings',
+           'resolved_config', 'format_config', 'build_parser', 'main', 'check_trl_equivalents', 'trl_table']
 
 # %% ../nbs/92_cli.ipynb #cc01eefd
 SEED_RANGE = (0, 2**31)  # seeds a command accepts: every generator (python, numpy, torch, the trainer's derived ones) takes them
@@ -70,6 +71,7 @@ def run_sft(task: str = "arith",  # task name (see rlref.tasks.TASKS)
 def _check_sft_dir(sft: Path):
     "Refuse to resume on a missing or damaged SFT warm start (it would be trained again, or fail deep inside loading)."
     from safetensors.torch import load_file
+    for p in (sft, *(sft.iterdir() if sft.is_dir() else ())): inside_run(sft.parent, p, "SFT warm start file")
     for name in ("config.json", "model.safetensors", "sft.json"):
         if not (sft / name).is_file(): raise RunDirError(f"cannot resume: the SFT warm start {sft / name} is missing")
     try: load_file(sft / "model.safetensors")
@@ -79,7 +81,7 @@ def _check_sft_dir(sft: Path):
 
 def _check_recipe(out: Path, recipe: str):
     "Refuse to resume a run that was started with another recipe (its name is kept in run.json)."
-    p = out / "run.json"
+    p = inside_run(out, out / "run.json", "run record")
     if not p.is_file(): return
     try: saved = json.loads(p.read_text())["recipe"]
     except Exception as e: raise RunDirError(f"cannot resume: {p} is damaged ({type(e).__name__}: {e})") from None
@@ -193,7 +195,9 @@ def parse_value(name: str,  # the field, for the error message
         if t in bases and s.startswith(opener):
             try: v = json.loads(s)
             except json.JSONDecodeError as e: raise ValueError(f"{name} must be {type_name(tp)}, got invalid JSON {text!r} ({e.msg})") from None
-            return coerce(name, tp, v)
+            except RecursionError:
+                raise ValueError(f"{name} is nested more than {MAX_JSON_DEPTH} levels deep") from None
+            return coerce(name, tp, check_json_size(v, name))
     if str in bases or any(b not in _SCALARS + (dict, list, tuple, type(None), typing.Literal) for b in bases): return text   # str, or a type given by name
     raise ValueError(f"{name} must be {type_name(tp)}, got {text!r}")
 
@@ -287,6 +291,32 @@ def _did_you_mean(word: str, options) -> str:
     close = difflib.get_close_matches(word, list(options), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
+MAX_CONFIG_BYTES = 1 << 20  # a config file is a page of settings: 1 MiB is far more than one needs
+
+class ConfigRefused(ValueError):
+    "A config file that is refused before it is built: an alias, or nesting deeper than MAX_JSON_DEPTH."
+
+def safe_config_yaml(text: str):
+    "yaml.safe_load without anchors or aliases (a few bytes of them can expand to gigabytes), nested <= MAX_JSON_DEPTH."
+    import yaml
+    class Loader(yaml.SafeLoader):
+        depth = 0
+        def compose_node(self, parent, index):
+            e, line = self.peek_event(), self.peek_event().start_mark.line + 1
+            if isinstance(e, yaml.AliasEvent):
+                raise ConfigRefused(f"uses a YAML alias (*{e.anchor}) at line {line}; "
+                                    "a config takes no anchors or aliases: write the value out")
+            nested = isinstance(e, (yaml.SequenceStartEvent, yaml.MappingStartEvent))
+            self.depth += nested
+            try:
+                if self.depth > MAX_JSON_DEPTH:
+                    raise ConfigRefused(f"is nested more than {MAX_JSON_DEPTH} levels deep (line {line})")
+                return super().compose_node(parent, index)
+            finally: self.depth -= nested
+    loader = Loader(text)
+    try: return loader.get_single_data()
+    finally: loader.dispose()
+
 def load_config_file(path: str | Path,  # a YAML or JSON file: a mapping of TrainConfig fields, and optionally `recipe:`
                      cls=TrainConfig,
                     ) -> tuple[str | None, dict]:
@@ -294,8 +324,18 @@ def load_config_file(path: str | Path,  # a YAML or JSON file: a mapping of Trai
     import yaml
     p = Path(path)
     if not p.is_file(): raise FileNotFoundError(f"config file {p} " + ("is not a file" if p.exists() else "does not exist"))
-    try: data = yaml.safe_load(p.read_text())                        # YAML 1.1 reads JSON too
+    if (size := p.stat().st_size) > MAX_CONFIG_BYTES:
+        raise ValueError(f"config file {p} is {size:,} bytes; a config file is at most {MAX_CONFIG_BYTES:,} bytes")
+    raw = p.read_bytes()
+    try: text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        why = f"byte 0x{raw[e.start]:02x} at position {e.start}"
+        raise ValueError(f"config file {p} is not UTF-8 text ({why})") from None
+    try: data = safe_config_yaml(text)                                 # YAML 1.1 reads JSON too
+    except ConfigRefused as e: raise ValueError(f"config file {p} {e}") from None
     except yaml.YAMLError as e: raise ValueError(f"config file {p} is not valid YAML or JSON: {e}") from None
+    except (RecursionError, MemoryError) as e:
+        raise ValueError(f"config file {p} cannot be read: {type(e).__name__}") from None
     if data is None: data = {}
     if not isinstance(data, dict): raise ValueError(f"config file {p} must be a mapping of {cls.__name__} fields, got a {type(data).__name__}")
     fields_, recipe, values = config_fields(cls), None, {}
@@ -365,6 +405,8 @@ def _bench_cmd(a):
     result = BENCHES[a.name]()
     print(json.dumps(result) if a.json else json.dumps(result, indent=1))
 
+OVERWRITE_HELP = "replace an earlier rlref run in --out (only the files rlref wrote)"
+
 def _train_parser(sub) -> argparse.ArgumentParser:
     "`rlref train`: the run options, then one flag per TrainConfig field (see add_config_args)."
     t = sub.add_parser("train", help="run a recipe: SFT warm start, then RL", allow_abbrev=False,
@@ -375,7 +417,7 @@ def _train_parser(sub) -> argparse.ArgumentParser:
     r.add_argument("--config", metavar="FILE", help="a YAML or JSON file: a mapping of TrainConfig fields, and optionally recipe:")
     r.add_argument("--print-config", nargs="?", const="yaml", choices=("yaml", "json"), help="print the resolved config (YAML unless json) and exit without training")
     r.add_argument("--resume", action="store_true", help="continue from the newest complete checkpoint in --out")
-    r.add_argument("--overwrite", action="store_true", help="replace what --out holds")
+    r.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     r.add_argument("--quiet", action="store_true", help="no progress bars (the same as --no-progress)")
     add_config_args(t, defaults=TRAIN_DEFAULTS)
     t.set_defaults(func=_train_cmd)
@@ -389,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--steps", type=int, default=800); s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", default="runs/sft"); s.add_argument("--batch-size", type=int, default=128)
     s.add_argument("--lr", type=float, default=3e-3); s.add_argument("--quiet", action="store_true")
-    s.add_argument("--overwrite", action="store_true", help="replace what --out holds")
+    s.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     s.set_defaults(func=_sft_cmd)
     t = _train_parser(sub)
     b = sub.add_parser("bench", help="benchmarks, side by side with the peer, as ratios")
@@ -464,7 +506,7 @@ TRL_EQUIVALENTS = [  # (rlref TrainConfig, TRL GRPOConfig or GRPOTrainer argumen
     ("`progress`", "`disable_tqdm`", "negated"),
     ("`algorithm`", "the trainer class", "grpo: GRPOTrainer; rloo: RLOOTrainer; online_dpo: trl.experimental's OnlineDPOTrainer; trl 1.16 has no PPO trainer"),
 ]
-PENDING_FIELDS = ()  # names the table may list before TrainConfig has them (issue #16 added the last ones: none now)
+PENDING_FIELDS = ()  # names the table may list before TrainConfig has them (none now)
 
 def _names(text: str) -> list[str]: return re.findall(r"`(\w+)`", text)
 
@@ -494,5 +536,5 @@ def trl_table(rows=TRL_EQUIVALENTS) -> str:
         a, b = _names(r), _names(t)
         rename = len(a) == len(b) and all(n in ours for n in a) and all(re.fullmatch(r"`\w+`(, `\w+`)*", x) for x in (r, t))
         d = f"{', '.join(_show(ours[n]['default']) for n in a)} / {', '.join(_show(trl_defaults[n]) for n in b)}" if rename else ""
-        lines.append(f"| {r} | {t} | {note} {'(pending: being added by issue #16)' if any(n not in ours for n in a) else ''} | {d} |")
+        lines.append(f"| {r} | {t} | {note} {'(pending: not yet a TrainConfig field)' if any(n not in ours for n in a) else ''} | {d} |")
     return "\n".join(lines)

@@ -11,10 +11,11 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['seed_everything', 'rng_state', 'set_rng_state', 'get_device', 'get_dtype', 'in_test', 'pick', 'masked_mean',
-           'masked_normalize', 'JsonlLogger', 'read_jsonl', 'atomic_write', 'RunDirError', 'check_out_path',
-           'holds_run_lock', 'run_lock', 'clear_run_dir', 'claim_run_dir', 'flatten_state', 'unflatten_state', 'Timer',
-           'wilson_interval', 'mcnemar']
+__all__ = ['MAX_JSON_DEPTH', 'MAX_JSON_SIZE', 'RUN_MARKER', 'RUN_FILES', 'seed_everything', 'rng_state', 'set_rng_state',
+           'get_device', 'get_dtype', 'in_test', 'pick', 'masked_mean', 'masked_normalize', 'JsonlLogger', 'read_jsonl',
+           'check_json_size', 'atomic_write', 'RunDirError', 'check_out_path', 'holds_run_lock', 'run_lock',
+           'is_run_dir', 'is_run_file', 'clear_run_dir', 'claim_run_dir', 'inside_run', 'flatten_state',
+           'unflatten_state', 'Timer', 'wilson_interval', 'mcnemar']
 
 # %% ../nbs/00b_core.ipynb #a2c1a9e4
 def seed_everything(seed: int,  # the one seed for python, numpy and torch (CPU and all CUDA devices)
@@ -98,7 +99,7 @@ def masked_normalize(tensor: torch.Tensor,  # any shape
     return (masked.sum() if dim is None else masked.sum(dim)) / normalize_constant
 
 # %% ../nbs/00b_core.ipynb #386d6aa7
-import fcntl, shutil, warnings
+import fcntl, re, shutil, warnings
 
 def _jsonable(v):
     if isinstance(v, torch.Tensor): v = v.item() if v.numel() == 1 else v.tolist()
@@ -130,6 +131,26 @@ def read_jsonl(path) -> list[dict]:
             break
         raise ValueError(f"{path}:{i}: damaged line ({why}); only the last line of a JSON-lines file may be torn")
     return rows
+
+# %% ../nbs/00b_core.ipynb #5e1d0c34
+MAX_JSON_DEPTH = 20          # how many levels of dicts and lists a config value may nest
+MAX_JSON_SIZE = 1_000_000    # about how many characters of JSON a config value may take
+
+def check_json_size(value,  # nested dicts, lists and tuples of scalars (a config value)
+                    name: str,  # what the error calls it
+                    max_depth: int = MAX_JSON_DEPTH, max_size: int = MAX_JSON_SIZE):
+    "Refuse `value` when it nests deeper than `max_depth` or is larger than about `max_size` characters as JSON."
+    stack, size = [(value, 1)], 0
+    while stack:
+        v, depth = stack.pop()
+        size += 1 + (len(v) if isinstance(v, (str, bytes)) else 0)
+        if size > max_size:
+            raise ValueError(f"{name} is larger than {max_size:,} characters as JSON "
+                             "(a shared part counts each time it appears)")
+        if isinstance(v, (dict, list, tuple)):
+            if depth > max_depth: raise ValueError(f"{name} is nested more than {max_depth} levels deep")
+            stack.extend((x, depth + 1) for x in ([x for kv in v.items() for x in kv] if isinstance(v, dict) else v))
+    return value
 
 # %% ../nbs/00b_core.ipynb #c4ad04f2
 @contextmanager
@@ -175,6 +196,8 @@ def run_lock(out):
     key = str(out.resolve())
     if key in _RUN_LOCKS: _RUN_LOCKS[key][1] += 1; outermost = False
     else:
+        if (out / ".lock").is_symlink():
+            raise RunDirError(f"run directory {out}: .lock is a symbolic link; rlref writes nothing outside a run")
         try: f = open(out / ".lock", "a+")
         except OSError as e: raise RunDirError(f"cannot write to run directory {out}: {e.strerror}") from None
         try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -190,29 +213,81 @@ def run_lock(out):
             f = _RUN_LOCKS.pop(key)[0]; fcntl.flock(f, fcntl.LOCK_UN); f.close()
 
 # %% ../nbs/00b_core.ipynb #7a3e9b03
-def clear_run_dir(out, overwrite: bool = False,  # clear what is there instead of refusing
+RUN_MARKER = ".rlref-run"  # the file a claim writes into every run directory: what makes a folder an rlref run
+RUN_FILES = ("metrics.jsonl", "summary.json", "config.json", "run.json", "report.png",  # what rlref writes at the top
+             "checkpoints", "policy", "sft", "model")                                  # of a run directory
+_LEFTOVER = re.compile(r"\.(.+)\.(?:tmp|old)\d+")  # an interrupted atomic_write or save_pretrained: .NAME.tmpPID
+
+def _plain_file(p: Path) -> bool: return p.is_file() and not p.is_symlink()
+
+def is_run_dir(out) -> bool:
+    "Whether `out` is an rlref run: it has the run marker, or (older runs) a metrics.jsonl, summary.json or manifest."
+    out = Path(out)
+    if not out.is_dir(): return False
+    if any(_plain_file(out / n) for n in (RUN_MARKER, "metrics.jsonl", "summary.json")): return True
+    ck = out / "checkpoints"
+    return ck.is_dir() and not ck.is_symlink() and any(re.fullmatch(r"step_\d{6}\.json", p.name) for p in ck.iterdir())
+
+def is_run_file(name: str) -> bool:
+    "Whether a top-level name in a run directory is one rlref writes (RUN_FILES, the marker, a torn write's leftover)."
+    m = _LEFTOVER.fullmatch(name)
+    return name in RUN_FILES + (RUN_MARKER,) or (m is not None and m[1] in RUN_FILES)
+
+def _listing(names: list) -> str: return ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+
+def clear_run_dir(out, overwrite: bool = False,  # in an rlref run, delete what rlref wrote instead of refusing
                   keep: tuple = (),  # names this run has already written (e.g. 'sft'), left in place
                   resumable: bool = True):  # whether the refusal should mention --resume
-    "Refuse a run directory that holds anything but its lock (and `keep`), or with `overwrite` delete it all."
+    "Refuse a non-empty run directory; with `overwrite`, delete the files rlref wrote in an rlref run, nothing else."
     out = Path(out)
-    found = sorted(p.name for p in out.iterdir() if p.name != ".lock" and p.name not in keep) if out.is_dir() else []
-    if found and not overwrite:
-        listing = ", ".join(found[:4]) + (", ..." if len(found) > 4 else "")
-        raise RunDirError(f"run directory {out} is not empty ({listing}); choose another --out, "
+    ours = lambda p: p.name in (".lock", *keep) or (p.name == RUN_MARKER and _plain_file(p))
+    found = sorted(p.name for p in out.iterdir() if not ours(p)) if out.is_dir() else []
+    if not found: return
+    if not is_run_dir(out):
+        raise RunDirError(f"run directory {out} is not empty ({_listing(found)}) and is not an rlref run; "
+                          + ("--overwrite clears only rlref runs, so " if overwrite else "")
+                          + "choose a new or empty folder for --out")
+    if not overwrite:
+        raise RunDirError(f"run directory {out} is not empty ({_listing(found)}); choose another --out, "
                           + ("continue it with --resume, " if resumable else "") + "or replace it with --overwrite")
-    for name in found:
+    for name in filter(is_run_file, found):
         p = out / name
         if p.is_dir() and not p.is_symlink(): shutil.rmtree(p)
-        else: p.unlink()
+        else: p.unlink()                                        # a symbolic link goes, never what it points to
+    if others := [n for n in found if not is_run_file(n)]:
+        warnings.warn(f"--overwrite left {_listing(others)} in {out}: rlref did not write them")
 
 @contextmanager
 def claim_run_dir(out, resume: bool = False, overwrite: bool = False, keep: tuple = (), resumable: bool = True):
-    "Lock run directory `out` for the block; a fresh (not `resume`) outermost claim also checks it is empty or clears it (`overwrite`)."
-    if resume and overwrite: raise RunDirError(f"resume and overwrite exclude each other: one continues the run in {out}, the other deletes it")
+    "Lock and mark run directory `out` for the block; a fresh outermost claim also checks it is empty, or clears it."
+    if resume and overwrite:
+        raise RunDirError(f"resume and overwrite exclude each other: one continues the run in {out}, "
+                          "the other deletes it")
     if resume and not check_out_path(out).is_dir(): raise FileNotFoundError(f"nothing to resume: run directory {out} does not exist")
+    new_lock = not os.path.lexists(Path(out) / ".lock")
     with run_lock(out) as (out, outermost):
-        if outermost and not resume: clear_run_dir(out, overwrite, keep, resumable)
+        if outermost and not resume:
+            try: clear_run_dir(out, overwrite, keep, resumable)
+            except RunDirError:
+                if new_lock and not is_run_dir(out): (out / ".lock").unlink(missing_ok=True)   # no trace of the attempt
+                raise
+        if outermost and not os.path.lexists(out / RUN_MARKER):
+            (out / RUN_MARKER).write_text("an rlref run: --overwrite deletes what rlref wrote here, nothing else\n")
         yield out
+
+# %% ../nbs/00b_core.ipynb #7a3e9b0a
+def inside_run(out,  # the run directory
+               path,  # a file or folder under it that is about to be read
+               what: str = "file") -> Path:
+    "`path`, once it is known to lie under `out` with no symbolic link on the way: nothing outside a run is read."
+    out, path = Path(out), Path(path)
+    try: parts = path.relative_to(out).parts
+    except ValueError: raise RunDirError(f"{what} {path} is not inside the run directory {out}") from None
+    for i in range(1, len(parts) + 1):
+        if (p := out.joinpath(*parts[:i])).is_symlink():
+            raise RunDirError(f"{what} {path} is not read: {p} is a symbolic link, "
+                              f"and rlref reads nothing outside the run directory {out}")
+    return path
 
 # %% ../nbs/00b_core.ipynb #7a3e9b06
 _TAGS = ("__tensor__", "__ndarray__", "__tuple__", "__items__")

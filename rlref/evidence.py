@@ -11,7 +11,7 @@ from scipy import stats
 
 # %% auto #0
 __all__ = ['run_score', 'run_auc', 'Comparison', 'paired_comparison', 'noise_floor', 'hits_array', 'hierarchical_bootstrap',
-           'Prediction', 'Verdict', 'verdict', 'verdict_table', 'runs_from_log']
+           'Prediction', 'Verdict', 'verdict', 'verdict_table', 'per_seed_table', 'runs_from_log']
 
 # %% ../nbs/07c_evidence.ipynb #fb536ef2
 def _values(evals) -> np.ndarray:
@@ -226,6 +226,22 @@ def verdict_table(predictions: list,  # Prediction objects
     "One row per prediction: arms, seeds, mean difference, t and bootstrap intervals, sign count, status and reason."
     import pandas as pd
     return pd.DataFrame([verdict(p, runs, n_boot=n_boot).as_row() for p in predictions]).set_index("name")
+
+# %% ../nbs/07c_evidence.ipynb #8c4bf9c6
+def per_seed_table(predictions: list,  # Prediction objects
+                   runs: list,  # run records (see `verdict`)
+                  ):
+    "Each prediction's signed per-seed differences (+ = the claimed direction), mean, 95% t interval, signs, status."
+    import pandas as pd
+    rows = {}
+    for p in predictions:
+        v = verdict(p, runs, n_boot=0)
+        c = v.comparison
+        if c is None: continue
+        rows[p.name] = dict(seeds=" ".join(map(str, c.seeds)), diffs=" ".join(f"{d:+.3f}" for d in c.diffs),
+                            mean=round(c.mean, 3), t_lo=round(c.t_ci[0], 3), t_hi=round(c.t_ci[1], 3),
+                            signs=f"{c.n_pos}+ {c.n_neg}-", status=v.status)
+    return pd.DataFrame(rows).T
 
 # %% ../nbs/07c_evidence.ipynb #cd1e87cd
 def runs_from_log(rows: list,  # rows of a JSON-lines log, one per training run

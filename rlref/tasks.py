@@ -15,9 +15,9 @@ from tqdm import tqdm
 __all__ = ['TASKS', 'DATA_FILE_BUILDERS', 'TEST_SPLITS', 'REWARD_FUNCS', 'parse_int', 'arith_canonical', 'make_arithmetic',
            'correctness_reward', 'format_reward', 'safe_eval', 'make_countdown', 'countdown_reward',
            'countdown_format_reward', 'make_recall', 'recall_reward', 'Task', 'make_task', 'canonical_form',
-           'split_leaks', 'greedy_completions', 'exact_match', 'last_boxed', 'extract_answer', 'parse_last_number',
-           'parse_choice_letter', 'normalize_answer', 'answer_reward', 'load_rows', 'task_splits', 'task_columns',
-           'make_dataset_task', 'reward_func', 'RewardMix', 'combine_rewards']
+           'split_leaks', 'greedy_completions', 'reward_values', 'exact_match', 'last_boxed', 'extract_answer',
+           'parse_last_number', 'parse_choice_letter', 'normalize_answer', 'answer_reward', 'load_rows', 'task_splits',
+           'task_columns', 'make_dataset_task', 'reward_func', 'RewardMix', 'combine_rewards']
 
 # %% ../nbs/02_tasks.ipynb #7c77cda5
 _INT_RE = re.compile(r"^\s*(-?\d{1,30})(?!\d)")
@@ -288,6 +288,16 @@ def greedy_completions(model, tokenizer, prompts: list[str], max_new_tokens: int
     model.train(was_training)
     return out
 
+def reward_values(vals, name: str,  # what a reward function returned, and its name
+                  n: int) -> list:  # how many completions it scored
+    "A reward function's return as a list of `n` values, or one ValueError naming the function and what it returned."
+    if isinstance(vals, torch.Tensor) and vals.dim() == 1: vals = vals.tolist()
+    if type(vals).__module__ == "numpy" and getattr(vals, "ndim", None) == 1: vals = vals.tolist()
+    if isinstance(vals, (list, tuple)) and len(vals) == n: return list(vals)
+    got = f"{len(vals)} rewards" if isinstance(vals, (list, tuple)) else f"a {type(vals).__name__} ({repr(vals)[:40]})"
+    raise ValueError(f"reward function {name!r} returned {got} for {n} completions; "
+                     f"it must return a list of {n} rewards, one per completion")
+
 def exact_match(model, tokenizer, dataset, reward_fn: Callable = correctness_reward, max_new_tokens: int = 8,
                 batch_size: int = 256, limit: int | None = None,
                 chat_template: bool | None = None, system_prompt: str | None = None,  # how prompts are encoded (greedy_completions)
@@ -298,7 +308,8 @@ def exact_match(model, tokenizer, dataset, reward_fn: Callable = correctness_rew
     if len(dataset) == 0: raise ValueError("exact_match needs at least one row: the dataset (after `limit`) is empty")
     comps = greedy_completions(model, tokenizer, list(dataset["prompt"]), max_new_tokens, batch_size, chat_template, system_prompt)
     cols = {c: list(dataset[c]) for c in dataset.column_names if c != "prompt"}
-    rewards = reward_fn(list(dataset["prompt"]), comps, **cols)
+    name = getattr(reward_fn, "__name__", type(reward_fn).__name__)
+    rewards = reward_values(reward_fn(list(dataset["prompt"]), comps, **cols), name, len(comps))
     return sum(r >= 1.0 for r in rewards) / len(rewards)
 
 # %% ../nbs/02_tasks.ipynb #678e6ea3
@@ -417,10 +428,16 @@ def load_rows(path,  # a Dataset/DatasetDict; a save_to_disk directory; a .json/
         if p.is_dir() and any((p / f).is_file() for f in ("state.json", "dataset_dict.json")): return load_from_disk(str(p))
         if p.is_file():
             if p.suffix.lower() not in DATA_FILE_BUILDERS: raise ValueError(f"cannot read {str(p)!r}: a data file must end in one of {sorted(DATA_FILE_BUILDERS)}")
+            if p.stat().st_size < 1 << 16 and not p.read_bytes().strip():
+                raise ValueError(f"the data file {str(p)!r} is empty: it has no rows")
             return load_dataset(DATA_FILE_BUILDERS[p.suffix.lower()], data_files=str(p))   # a DatasetDict with one 'train' split
         if p.is_dir(): return load_dataset(str(p))                      # a folder of data files: datasets infers format and splits
-    except ValueError: raise
-    except Exception as e: raise ValueError(f"cannot load the dataset at {str(p)!r}: {type(e).__name__}: {e}") from None
+    except Exception as e:
+        if m := re.search(r'Instruction "(.+?)" corresponds to no data', str(e)):   # datasets' words for an empty split
+            raise ValueError(f"the data file {str(p)!r} has no rows" if p.is_file() else
+                             f"the dataset at {str(p)!r} has no rows in its split {m[1]!r}") from None
+        if isinstance(e, ValueError): raise
+        raise ValueError(f"cannot load the dataset at {str(p)!r}: {type(e).__name__}: {e}") from None
     if str(path).startswith(("/", ".", "~")) or p.suffix.lower() in DATA_FILE_BUILDERS:
         near = f"{str(p.parent)!r} holds {sorted(x.name for x in p.parent.iterdir())[:10]}" if p.parent.is_dir() else f"{str(p.parent)!r} does not exist either"
         raise ValueError(f"no dataset at {str(path)!r}: no such file or directory ({near})")
@@ -447,6 +464,7 @@ def task_splits(data: Dataset | DatasetDict,
         data = data[split]
     elif test_split is not None: raise ValueError(f"test_split {test_split!r} names a split, but the data is one Dataset without splits")
     n = len(data)
+    if n == 0: raise ValueError("the dataset has no rows")
     ok = (_is_count(test_size) and 1 <= test_size < n) or (isinstance(test_size, float) and 0 < test_size < 1 and round(test_size * n) >= 1 and round(test_size * n) < n)
     if not ok: raise ValueError(f"test_size must be a fraction in (0, 1) or a row count that leaves rows on both sides of {n} rows, got {test_size!r}")
     parts = data.train_test_split(test_size=test_size, seed=seed)
@@ -489,7 +507,13 @@ def make_dataset_task(path,  # what load_rows reads: a Dataset/DatasetDict, a lo
     for k, v in dict(n_train=n_train, n_test=n_test).items():
         if v is not None: _check_sizes(**{k: v})
     _check_sizes(max_new_tokens=max_new_tokens)
-    train, test = task_splits(load_rows(path, subset), split, test_split, test_size, seed)
+    where = f"at {str(path)!r}" if isinstance(path, (str, os.PathLike)) else "given"
+    try: train, test = task_splits(load_rows(path, subset), split, test_split, test_size, seed)
+    except ValueError as e:
+        if str(e) == "the dataset has no rows": raise ValueError(f"the dataset {where} has no rows") from None
+        raise
+    for name, rows in ((split, train), (test_split or "held-out", test)):
+        if len(rows) == 0: raise ValueError(f"the dataset {where} has no rows in its {name!r} split")
     train, test = task_columns(train, prompt_column, answer_column), task_columns(test, prompt_column, answer_column)
     if train.column_names != test.column_names: raise ValueError(f"the train and test splits have different columns: {train.column_names} and {test.column_names}")
     if n_train is not None: train = train.select(range(min(n_train, len(train))))
@@ -548,8 +572,7 @@ class RewardMix:
         "The weighted sum per completion, and each function's rewards by name (NaN where it returned None)."
         cols = {}
         for name, fn in zip(self.names, self.funcs):
-            vals = fn(prompts=prompts, completions=completions, **columns)
-            if len(vals) != len(completions): raise ValueError(f"reward function {name!r} returned {len(vals)} rewards for {len(completions)} completions")
+            vals = reward_values(fn(prompts=prompts, completions=completions, **columns), name, len(completions))
             cols[name] = [math.nan if v is None else _finite_reward(v, name, i) for i, v in enumerate(vals)]   # None = "does not apply"
         total = [sum(w * c[i] for w, c in zip(self.weights, cols.values()) if not math.isnan(c[i])) for i in range(len(completions))]
         return total, cols

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from fastcore.basics import patch
 from tqdm import tqdm
 from .core import seed_everything, rng_state, set_rng_state, get_device, masked_mean, masked_normalize, JsonlLogger, read_jsonl, atomic_write
+from .core import check_json_size
 from .models import make_char_tokenizer, make_tiny_llama, load_policy, save_policy, sft_warm_start, add_lora, MODEL_PRESETS
 from .tasks import make_task, exact_match, TASKS
 from .rollout import Rollout, sample, completion_logprobs, batch_plan
@@ -179,7 +180,7 @@ class TrainConfig:
     task_kwargs: dict = field(default_factory=dict)  # passed to make_task (e.g. n_digits, n_train)
     task_seed: int | None = None         # seed of the task's train/test split (None = seed); fix it when several RL seeds share one warm start
     reward_funcs: list | None = None     # TRL-style reward functions (rlref.tasks.REWARD_FUNCS names, 'module:function' strings; callables only without out); None = the task's correctness + format_weight * format
-    reward_weights: list | None = None   # one finite weight per reward function (None = all 1.0); the reward is their weighted sum
+    reward_weights: list[float] | None = None  # one finite weight per reward function (None = all 1.0): a weighted sum
     model: str | None = None             # HF checkpoint path/name; None = fresh tiny model + SFT warm start
     warm_start: str | None = None        # a shipped warm start (rlref.testbed.WARM_STARTS): this seed's checkpoint, checked by SHA-256 (instead of model / SFT)
     size: str = "tiny"                   # model preset when model is None
@@ -275,6 +276,8 @@ class TrainConfig:
             named = [f for f in self.reward_funcs if not isinstance(f, str)]
             if self.out is not None and named: raise ValueError(f"reward_funcs[{self.reward_funcs.index(named[0])}] is a callable, which cannot be written to config.json "
                                                                 "(a run with out must resume by name): register it in rlref.tasks.REWARD_FUNCS or pass 'module:function'")
+        need(isinstance(self.task_kwargs, dict), "task_kwargs", "a dict")
+        check_json_size(self.task_kwargs, "task_kwargs")                # before anything compares or serialises it
         if self.out is not None:
             try: json.dumps(self.task_kwargs)
             except (TypeError, ValueError): raise ValueError(f"task_kwargs must be JSON-serialisable when out is set (config.json), got {self.task_kwargs!r}; "
@@ -557,6 +560,7 @@ def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False,  # continue the 
     elif cfg.model is not None:
         policy, tok = load_policy(cfg.model, dtype=store)
     elif sft_dir is not None and resume and (sft_dir / "config.json").is_file():
+        for p in (sft_dir, *sft_dir.iterdir()): inside_run(cfg.out, p, "SFT warm start file")
         policy, tok = load_policy(sft_dir, dtype=store)          # the warm start of the interrupted run, bit for bit
         sft_acc = json.loads((sft_dir / "sft.json").read_text())["sft_accuracy"]
     else:
@@ -775,14 +779,22 @@ def rollout(self: Trainer) -> Rollout:
     if cfg.reward_funcs is not None:                                      # TRL-style: the weighted sum; extras["correct"] stays the task's correctness
         rewards, correct, r.extras["reward_funcs"] = self.mixed_rewards(r.prompts, r.completions, cols)   # (B,), (B,), (B, K)
     else:
-        correct = torch.tensor(self.task.reward_fn(r.prompts, r.completions, **cols), dtype=torch.float32)  # (B,) one call: rewards can be costly
+        correct = torch.tensor(self._task_rewards(self.task.reward_fn, r, cols), dtype=torch.float32)  # (B,) one call
         rewards = correct.clone()
-        if cfg.format_weight: rewards = rewards + cfg.format_weight * torch.tensor(self.task.format_reward_fn(r.prompts, r.completions, **cols))
+        if cfg.format_weight:
+            fmt = self._task_rewards(self.task.format_reward_fn, r, cols)
+            rewards = rewards + cfg.format_weight * torch.tensor(fmt)
     if cfg.overlong_buffer:
         r.extras["overlong_penalty"] = soft_overlong_penalty(r.lengths, self.max_new_tokens, cfg.overlong_buffer).to(self.device)
         rewards = rewards.to(self.device) + r.extras["overlong_penalty"]
     r.rewards, r.extras["correct"] = rewards.to(self.device), correct.to(self.device)
     return r
+
+@patch
+def _task_rewards(self: Trainer, fn, r: Rollout, cols: dict) -> list:
+    "One of the task's reward functions on a rollout's completions, its return checked (one reward per completion)."
+    name = getattr(fn, "__name__", type(fn).__name__)
+    return reward_values(fn(r.prompts, r.completions, **cols), name, len(r.completions))
 
 def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
     "The rows of several rollouts as one: prompts re-left-padded and completions re-right-padded to the widest, groups renumbered."
@@ -809,7 +821,7 @@ def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
                    rewards=cat("rewards") if all(p.rewards is not None for p in parts) else None, extras=extras)
 
 # %% ../nbs/07_trainer.ipynb #90a9e761
-from .tasks import combine_rewards, RewardMix
+from .tasks import combine_rewards, RewardMix, reward_values
 
 @patch(as_prop=True)
 def reward_mix(self: Trainer) -> RewardMix | None:
@@ -821,7 +833,10 @@ def reward_mix(self: Trainer) -> RewardMix | None:
 @patch
 def correctness(self: Trainer, prompts: list[str], completions: list[str], **columns) -> list[float]:
     "The task's correctness reward; for a task without one (a dataset without answers), the weighted reward_funcs."
-    if self.task.reward_fn is not None: return self.task.reward_fn(prompts, completions, **columns)
+    fn = self.task.reward_fn
+    if fn is not None:
+        name = getattr(fn, "__name__", type(fn).__name__)
+        return reward_values(fn(prompts, completions, **columns), name, len(completions))
     if self.reward_mix is None: raise ValueError(f"task {self.task.name!r} has no correctness reward (no answer column): set reward_funcs")
     return self.reward_mix(prompts, completions, **columns)
 
@@ -1019,7 +1034,7 @@ def _update(self: Trainer, r: Rollout) -> dict:
 # %% ../nbs/07_trainer.ipynb #72e573bb
 import re
 from safetensors.torch import save as _st_save, load as _st_load
-from .core import RunDirError, claim_run_dir, flatten_state, unflatten_state
+from .core import RunDirError, claim_run_dir, flatten_state, unflatten_state, inside_run
 
 _MANIFEST = re.compile(r"step_(\d{6,})\.json")
 
@@ -1108,6 +1123,9 @@ def _load_policy_state(self: Trainer, policy_state: dict, info: dict, path):
 def read_manifest(path) -> dict:
     "A checkpoint manifest, validated: a JSON object whose `tensors` and `state` entries name a file inside its folder and its SHA-256."
     path = Path(path)
+    if path.is_symlink():
+        raise RunDirError(f"checkpoint manifest {path} is a symbolic link; "
+                          "rlref reads nothing outside the run directory")
     try: info = json.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError: raise RunDirError(f"checkpoint manifest {path} is not UTF-8 text") from None
     except json.JSONDecodeError as e: raise RunDirError(f"checkpoint manifest {path} is not JSON ({e.msg})") from None
@@ -1127,6 +1145,8 @@ def read_manifest(path) -> dict:
 def _read_verified(path: Path, entry: dict) -> bytes:
     "The bytes of the file a manifest entry names, checked against its SHA-256."
     f = path.parent / entry["file"]
+    if f.is_symlink():
+        raise RunDirError(f"checkpoint file {f} is a symbolic link; rlref reads nothing outside the run directory")
     if not f.is_file(): raise RunDirError(f"checkpoint file {f} is missing")
     data = f.read_bytes()
     if _sha256(data) != entry["sha256"]: raise RunDirError(f"checkpoint file {f} is corrupt: its SHA-256 does not match the manifest")
@@ -1134,7 +1154,7 @@ def _read_verified(path: Path, entry: dict) -> bytes:
 
 def find_checkpoint(out) -> Path:
     "The manifest of the newest complete, uncorrupted checkpoint under out/checkpoints (warns about each one it skips)."
-    d = Path(out) / "checkpoints"
+    d = inside_run(out, Path(out) / "checkpoints", "checkpoints folder")   # a linked folder's files lie elsewhere
     manifests = _manifests(d)
     for p in sorted(d.glob("*.pt")) if d.is_dir() else []:
         warnings.warn(f"ignoring {p}: pickle checkpoints are never loaded (they can run code); rlref writes .safetensors + .json")
@@ -1187,7 +1207,7 @@ def _read_json(path: Path, what: str):
 
 def check_resume(out, cfg: TrainConfig) -> dict | None:
     "Refuse to resume the run in `out` with a config that would change it (only `steps` may grow); returns its summary if it already finished these steps, else None."
-    out = Path(out); cpath = out / "config.json"
+    out = Path(out); cpath = inside_run(out, out / "config.json", "run config")
     if not cpath.is_file(): raise FileNotFoundError(f"nothing to resume in {out}: it has no config.json")
     saved, new = _read_json(cpath, "run config"), json.loads(json.dumps(asdict(cfg)))
     if not isinstance(saved, dict): raise RunDirError(f"run config {cpath} is damaged (not a JSON object)")
@@ -1199,12 +1219,12 @@ def check_resume(out, cfg: TrainConfig) -> dict | None:
         raise RunDirError(f"cannot resume {out} with steps={cfg.steps}: the run has steps={saved['steps']}, and steps can only be extended")
     if cfg.steps != saved["steps"] and cfg.lr_schedule != "constant":
         raise RunDirError(f"cannot extend {out} from {saved['steps']} to {cfg.steps} steps: its lr_schedule={cfg.lr_schedule!r} decays over the run's steps")
-    spath = out / "summary.json"
+    spath = inside_run(out, out / "summary.json", "run summary")
     summary = _read_json(spath, "run summary") if spath.is_file() else None
     return summary if isinstance(summary, dict) and summary.get("steps") == cfg.steps else None
 
 def preflight_run(cfg: TrainConfig, resume: bool = False, overwrite: bool = False):
-    "What `fit` checks about cfg.out, checked before anything is written (a caller that writes before `fit`, like the SFT warm start of `Trainer.setup`, calls this first); with `overwrite` it clears cfg.out."
+    "`fit`'s checks of cfg.out (and `overwrite`'s clearing), before any write: Trainer.setup calls it first."
     if not cfg.out:
         if resume: raise ValueError("resume needs cfg.out (the run directory to resume from)")
         return
@@ -1254,6 +1274,7 @@ def fit(self: Trainer, resume: bool = False,  # continue the run in cfg.out from
     with claim_run_dir(self.out, resume=resume, overwrite=overwrite, keep=("sft",) if cfg.builds_warm_start else ()) if main else contextlib.nullcontext():
         mpath = self.out / "metrics.jsonl"
         if resume:                                             # every check before the first write
+            inside_run(self.out, mpath, "metrics log")
             done = self._on_main(check_resume, self.out, cfg)
             if done is not None:
                 self.history = read_jsonl(mpath) if mpath.exists() else []

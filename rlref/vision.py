@@ -299,7 +299,7 @@ def partial_credit(prompts: list[str], completions: list[str], answer: list[str]
     return [sum(x == y for x, y in zip(c.strip(), str(a))) / len(str(a)) for c, a in zip(completions, answer)]
 
 def puzzle_format(prompts: list[str], completions: list[str], answer: list[str], **kw) -> list[float]:
-    "The card's format reward: 1.0 when the completion is as many digits as the answer has (any digits), else 0.0."
+    "The paper's format reward: 1.0 when the completion is as many digits as the answer has (any digits), else 0.0."
     return [float(c.strip().isdigit() and len(c.strip()) == len(str(a))) for c, a in zip(completions, answer)]
 
 # %% ../nbs/35_visual_puzzles.ipynb #4249b73e
@@ -409,7 +409,7 @@ ARMS = {"rotation": (["rotation"], False), "jigsaw_exact": (["jigsaw"], False), 
         "multi": (["rotation", "jigsaw", "inpainting", "similarity"], True),   # arm -> (puzzles, jigsaw partial credit as the reward)
         "rotation_shuffled": (["rotation"], False)}   # control: the training answers shuffled across puzzles, so the reward says nothing about the image
 
-FORMAT_WEIGHT = 0.2   # r = r_acc + 0.2 r_fmt (the card's sum, with the format term down-weighted so accuracy dominates)
+FORMAT_WEIGHT = 0.2   # r = r_acc + 0.2 r_fmt (the paper's sum, the format term down-weighted so accuracy dominates)
 
 def puzzle_config(seed: int = 0, partial: bool = False,  # the accuracy term: partial credit (True) or exact match
                   **overrides) -> TrainConfig:

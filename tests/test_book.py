@@ -24,9 +24,9 @@ def test_strip_directives():
 def test_parts_follow_file_names():
     assert [book.part_of(s) for s in ("00b_core", "00a_rl_in_one_page", "03_rollout", "05_advantages", "07b_testbed", "91_gpu_path",
                                       "92_cli", "93_bench", "09a_kvcache", "13_replay", "14_logit_averaging", "32_paired_flow_rl",
-                                      "90_appendix_rollout_systems")] == \
+                                      "90_appendix_rollout_systems", "98_bibliography")] == \
         ["Foundations", "Foundations", "Foundations", "Core algorithms", "Core algorithms", "Appendix", "Appendix", "Appendix",
-         "Methods", "Methods", "Methods", "Images", "Appendix"]
+         "Methods", "Methods", "Methods", "Images", "Appendix", "Appendix"]
     with pytest.raises(ValueError, match="must start with its number"): book.part_of("intro")
     parts = book.chapters(ROOT / "nbs")
     assert list(parts) == [p for p in book.PARTS if p in parts] and "index" not in sum(parts.values(), [])
@@ -60,7 +60,7 @@ def test_broken_page_is_reported(tmp_path):
     assert len(broken) == 1 and "missing.png" in broken[0], broken
 
 def test_nbdev_docs_processing_runs(tmp_path):
-    "nbdev_docs / nbdev_proc_nbs execute every cell that holds an import: cells of 02 and 07a that mixed imports with code needing earlier cells raised NameErrors there (issue #28)."
+    "nbdev_docs / nbdev_proc_nbs execute every cell that holds an import: cells of 02 and 07a that mixed imports with code needing earlier cells raised NameErrors there."
     script = ("import os, sys; from pathlib import Path; from nbdev.serve_drv import main; from nbdev.processors import FilterDefaults\n"
               "for n in sys.argv[1:]: main((Path('nbs') / n, Path(os.environ['OUT']) / n, FilterDefaults))")
     r = subprocess.run([sys.executable, "-c", script, "02_tasks.ipynb", "07a_trl_side_by_side.ipynb"], cwd=ROOT, capture_output=True, text=True,

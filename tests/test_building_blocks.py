@@ -1,4 +1,4 @@
-"""Tensor-level building blocks of a from-scratch GRPO course (issue #27): masked_mean's empty-mask option,
+"""Tensor-level building blocks of a from-scratch GRPO course: masked_mean's empty-mask option,
 masked_normalize, the naive policy-gradient loss and its dispatcher, group_normalized_rewards and
 grpo_microbatch_train_step: values on literal tensors against hand computation, gradient equalities,
 (B, 1) advantages, and gradient accumulation equal to one step on the whole batch."""

@@ -1,4 +1,4 @@
-"Tensor-level building blocks on the data side (issue 27): the shifted tokenisation, the SFT micro-step, log-probs on plain tensors, answer parsers."
+"Tensor-level building blocks on the data side: the shifted tokenisation, the SFT micro-step, log-probs on plain tensors, answer parsers."
 import math, types
 import pytest, torch
 from rlref.models import (make_char_tokenizer, make_tiny_llama, tokenize_prompt_and_output, encode_pairs, sft_loss,

@@ -120,12 +120,17 @@ def test_damaged_manifests_on_resume_are_skipped_then_one_line(done, capsys):
     assert code == 2 and err.splitlines()[-1] == f"rlref train: error: no complete checkpoint to resume from in {d}"
     assert snapshot(done) == before
 
-def test_sft_refuses_a_non_empty_out_and_overwrite_replaces_it(tmp_path, capsys):
-    out = tmp_path / "sft"; out.mkdir(); (out / "old.txt").write_text("old")
+def test_sft_refuses_a_non_empty_out_and_overwrite_replaces_an_earlier_run(tmp_path, capsys):
+    out = tmp_path / "sft"
+    code, _, _ = rlref_cmd(["sft", "--steps", "1", "--batch-size", "8", "--out", str(out), "--quiet"], capsys)
+    assert code == 0
+    old = (out / "metrics.jsonl").read_bytes()
     code, _, err = rlref_cmd(["sft", "--steps", "2", "--out", str(out), "--quiet"], capsys)
-    assert code == 2 and err == f"rlref sft: error: run directory {out} is not empty (old.txt); choose another --out, or replace it with --overwrite\n"
+    assert code == 2 and err == (f"rlref sft: error: run directory {out} is not empty (metrics.jsonl, model, summary.json); "
+                                 "choose another --out, or replace it with --overwrite\n")
+    assert (out / "metrics.jsonl").read_bytes() == old
     code, out_, _ = rlref_cmd(["sft", "--steps", "2", "--batch-size", "8", "--out", str(out), "--overwrite", "--quiet"], capsys)
-    assert code == 0 and not (out / "old.txt").exists() and (out / "model" / "model.safetensors").is_file()
+    assert code == 0 and json.loads((out / "summary.json").read_text())["steps"] == 2 and (out / "model" / "model.safetensors").is_file()
 
 # ---------------------------------------------------------------- real processes: the lock, Ctrl-C, python -m rlref.cli
 def test_a_second_command_on_a_busy_out_is_refused(tmp_path):

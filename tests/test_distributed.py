@@ -88,7 +88,7 @@ def test_lora_under_two_processes_equals_one_process(tmp_path):
 
 def test_the_run_directory_is_written_once(two):
     names = sorted(p.name for p in two.iterdir())
-    assert names == [".lock", "checkpoints", "config.json", "metrics.jsonl", "policy", "report.png", "summary.json"]
+    assert names == [".lock", ".rlref-run", "checkpoints", "config.json", "metrics.jsonl", "policy", "report.png", "summary.json"]
     state = json.loads((two / "checkpoints" / f"step_{K:06d}.state.json").read_text())
     assert state["world_size"] == 2 and json.loads((two / "summary.json").read_text())["steps"] == K
 

@@ -151,3 +151,14 @@ def test_runs_from_log():
     with pytest.raises(ValueError, match="no arm"): runs_from_log([dict(seed=0)])
     v = verdict(Prediction("P", "c", "final", "b", control="a", min_seeds=2), runs_from_log(rows), n_boot=0)
     assert v.status == "not settled" and v.comparison.diffs == pytest.approx([0.1])
+
+def test_per_seed_table_shows_the_signed_differences_behind_each_verdict():
+    from rlref.evidence import per_seed_table
+    runs = [dict(arm=a, seed=s, m=v) for a, vals in (("t", [0.5, 0.52, 0.54]), ("c", [0.4, 0.4, 0.4])) for s, v in enumerate(vals)]
+    preds = [Prediction("up", "t above c", "m", "t", "c"), Prediction("down", "t below c", "m", "t", "c", direction="less"),
+             Prediction("none", "no pair", "m", "t", "missing")]
+    tab = per_seed_table(preds, runs)
+    assert list(tab.index) == ["up", "down"]                                  # a prediction with no paired seed has no row
+    assert tab.loc["up", "diffs"] == "+0.100 +0.120 +0.140" and tab.loc["down", "diffs"] == "-0.100 -0.120 -0.140"
+    assert tab.loc["up", "signs"] == "3+ 0-" and tab.loc["up", "status"] == verdict(preds[0], runs).status == "holds"
+    assert tab.loc["down", "status"] == "fails"

@@ -1,4 +1,4 @@
-"""Exercises (issue #28, the convention in tools/student_view.py): every chapter's `## Exercises` section has 2-4
+"""Exercises (the convention in tools/student_view.py): every chapter's `## Exercises` section has 2-4
 numbered exercises at two or more levels, each with a `# CHECK exercise N` cell, balanced solution markers, and a
 student view that no longer holds the solution lines; on a tiny notebook, the checks pass on the solutions and fail
 on the student view. Nothing here runs a kernel: the synthetic notebook's cells are exec'd."""
@@ -16,10 +16,12 @@ WITH = [p for p in CHAPTERS if sv.exercises_start(_load(p)) is not None]
 
 # Chapters that had no `## Exercises` section when the convention was introduced. A chapter may leave this set (by
 # getting exercises), none may join it: a new chapter comes with exercises, and a chapter cannot lose them.
-WITHOUT_EXERCISES_YET = {"90_appendix_rollout_systems"}   # an appendix of systems detail (issue #28 moved it out of 03); every chapter has exercises
+WITHOUT_EXERCISES_YET = {"90_appendix_rollout_systems"}   # an appendix of systems detail moved out of 03; every other chapter has exercises
+# Pages that are references, not lessons: nothing to practise, so no exercises (and no code at all).
+REFERENCE_PAGES = {"98_bibliography"}
 
 def test_chapters_without_exercises_are_known():
-    lacking = sorted(p.stem for p in CHAPTERS if p not in WITH)
+    lacking = sorted(p.stem for p in CHAPTERS if p not in WITH and p.stem not in REFERENCE_PAGES)
     print(f"\n{len(WITH)} of {len(CHAPTERS)} chapters have '## Exercises'; without: {', '.join(lacking) or 'none'}")
     assert set(lacking) == WITHOUT_EXERCISES_YET, f"chapters without '## Exercises' that should have them: {sorted(set(lacking) - WITHOUT_EXERCISES_YET)}"
     assert WITH, "no chapter has exercises"

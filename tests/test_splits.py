@@ -4,7 +4,7 @@ import pytest
 from rlref.tasks import make_task, make_arithmetic, make_countdown, make_recall, canonical_form, split_leaks, arith_canonical
 
 def _old_arith_split(n_train=5000, n_test=500, seed=0):
-    "The split an earlier version made: distinct ordered pairs, the first n_test as test."
+    "The obvious split: distinct ordered pairs, the first n_test as test."
     rng, rows = random.Random(seed), {}
     while len(rows) < n_train + n_test:
         a, b, op = rng.randrange(100), rng.randrange(100), rng.choice("+")

@@ -1,4 +1,4 @@
-"Statistics a reader can trust (issue 15): Wilson intervals, McNemar's paired test, and the trainer's held-out evaluations with their intervals."
+"Statistics a reader can trust: Wilson intervals, McNemar's paired test, and the trainer's held-out evaluations with their intervals."
 import json, math
 from pathlib import Path
 import numpy as np

@@ -44,8 +44,13 @@ except ImportError:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f: f.write(pins)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-c", f.name, str(repo)], check=True)'''
 
+# Pages of the book that hold no code to run, so no install cell: the bibliography is a list of references.
+WITHOUT_CODE = {"98_bibliography"}
+
 def chapters(nbs: Path = ROOT / "nbs") -> list[Path]:
-    return sorted(p for p in nbs.glob("*.ipynb") if p.stem != "index" and not p.name.startswith(("_", ".")))
+    "The chapters that get the install cell: every notebook but the landing page and the pages without code."
+    skip = {"index"} | WITHOUT_CODE
+    return sorted(p for p in nbs.glob("*.ipynb") if p.stem not in skip and not p.name.startswith(("_", ".")))
 
 def title_index(nb: dict) -> int:
     i = next((i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "markdown" and "".join(c["source"]).lstrip().startswith("# ")), None)

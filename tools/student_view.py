@@ -1,4 +1,4 @@
-"""The student view of a chapter: its exercises without their solutions (the convention of issue #28).
+"""The student view of a chapter: its exercises without their solutions.
 
     python tools/student_view.py nbs/05_advantages.ipynb -o student/05_advantages.ipynb
     python tools/student_view.py nbs/05_advantages.ipynb --check      # report the exercises' structure, fail on a problem

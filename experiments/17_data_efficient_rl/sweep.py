@@ -1,5 +1,6 @@
 """Chapter 17's reader-size runs: plain GRPO against each data-efficiency branch on the testbed, at an equal budget of generated
-completion tokens (refills included), seeds 0-2.
+completion tokens (refills included), seeds 0-2; the four arms of the headline comparison (grpo, dynamic, band, replay)
+also on seeds 3 and 4.
 
 Arms: grpo (the testbed recipe), dynamic (DAPO dynamic sampling with refill), band (DifficultyBand p-hat in [0.2, 0.8]), replay
 (rollout_replay: fraction 0.5, max age 2), oneshot1 / oneshot2 / oneshot16 (few_shot_task on the k train prompts of largest
@@ -14,6 +15,8 @@ the warm start's held-out pass@1 / pass@8 / majority-vote@8 from 8 samples at T 
 One JSON line per (arm, seed) in experiments/17_data_efficient_rl/sweep.jsonl; rows already there are skipped (resumable; seed-major order).
 
     cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python experiments/17_data_efficient_rl/sweep.py --seeds 0 1 2
+    cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python experiments/17_data_efficient_rl/sweep.py \
+        --seeds 3 4 --arms grpo band replay dynamic
 """
 import sys as _sys, pathlib as _pathlib
 _sys.path.insert(0, str(_pathlib.Path(__file__).resolve().parents[2] / "tools"))  # the shared sweep runner

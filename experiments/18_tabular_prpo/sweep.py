@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 LOG = Path(__file__).resolve().parent / "sweep.jsonl"
-DATASETS, KS, SEEDS = ("iris", "wine", "breast_cancer"), (4, 8, 16, 32), (0, 1, 2)
+DATASETS, KS, SEEDS = ("iris", "wine", "breast_cancer"), (4, 8, 16, 32), (0, 1, 2, 3, 4)
 STEPS, SFT_STEPS = 40, 60
 
 def sklearn_baselines(X, y, tr, te, ks) -> dict:

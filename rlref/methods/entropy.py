@@ -241,7 +241,7 @@ def paper_band(H0: float,  # the warm start's token-mean entropy at the sampling
                high: tuple = (0.85, 0.6),  # (U0, U1) as fractions of H0
                low: tuple = (0.7, 0.45),  # (L0, L1) as fractions of H0
               ) -> dict:
-    "Entrocraft's band placed below the start, as in the paper and the method card: low/high pairs for `Entrocraft(**paper_band(H0))`."
+    "Entrocraft's band placed below the start, as in the paper: low/high pairs for `Entrocraft(**paper_band(H0))`."
     if not (math.isfinite(H0) and H0 > 0): raise ValueError(f"H0 must be a finite entropy > 0, got {H0!r}")
     return dict(low=(low[0] * H0, low[1] * H0), high=(high[0] * H0, high[1] * H0))
 
