@@ -46,3 +46,15 @@ def test_word_problems_hold_out_whole_problems():
     assert len(set(t.test["form"])) == 120 and t.max_new_tokens == 24
     assert t.reward_fn(None, ["The answer is 26.", "It is 7", "26 apples"], ["26", "8", "26"]) == [1.0, 0.0, 1.0]
     with pytest.raises(ValueError, match="n_test must be below"): rm.make_word_problems(n_test=10_000)
+
+def test_bench_rollout_on_the_real_checkpoint(capsys):
+    from rlref.cli import main
+    ck = str(rm.smollm2_checkpoint())
+    main(["bench", "rollout", "--model", ck, "--prompts", "2", "--samples", "2", "--max-new-tokens", "4", "--repeats", "1",
+          "--json"])
+    r = json.loads(capsys.readouterr().out)
+    assert r["model"] == ck and r["rows"] == 4 and r["speedup"] > 0 and r["generate_tokens_per_s"] > 0
+    with pytest.raises(SystemExit) as e: main(["bench", "grpo-step", "--model", ck])
+    assert e.value.code == 2 and "apply to the rollout bench only" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e: main(["bench", "rollout", "--prompts", "0"])
+    assert e.value.code == 2 and "n_prompts must be >= 1" in capsys.readouterr().err
