@@ -142,6 +142,7 @@ class Prediction:
     budget: str = ""                     # e.g. "200 steps x 64 prompts x 8 samples, 5 seeds"
     kind: str = "prediction"             # "prediction" | "check" (an implementation check, cannot fail by construction)
     min_seeds: int = 3                   # fewer paired seeds than this: not settled
+    premise_fails: str | None = None     # why the claim's premise does not hold in this setup (then: "premise not met")
 
     def __post_init__(self):
         given = [x is not None for x in (self.control, self.baseline_metric, self.baseline_value)]
@@ -194,7 +195,7 @@ def verdict(prediction: Prediction,  # the claim
             runs: list,  # run records: {"arm": str, "seed": int, <metric>: float, ...}, one per training run
             n_boot: int = 10_000,  # bootstrap resamples (the interval the verdict reads is the t interval)
            ) -> Verdict:
-    "Decide one prediction from the runs, over seeds: holds / fails / not settled (or check passes / fails)."
+    "Decide one prediction from the runs, over seeds: holds / fails / not settled (check passes / fails; premise not met)."
     p = prediction
     treat = _by_seed(runs, p.treatment, p.metric)
     if p.control is not None: ctrl = _by_seed(runs, p.control, p.metric)
@@ -216,6 +217,7 @@ def verdict(prediction: Prediction,  # the claim
         status, reason = "not settled", f"inside noise: mean {c.mean:+.3f} <= noise floor {p.noise:.3f}"
     else: status, reason = "not settled", f"{ci} spans {p.refute_at:+g}"
     if p.kind == "check": status = "check passes" if status == "holds" else "check fails"
+    if p.premise_fails: status, reason = "premise not met", f"{p.premise_fails} (the runs alone: {status}, {reason})"
     return Verdict(p, status, c, reason)
 
 # %% ../nbs/07c_evidence.ipynb #5d2bde62

@@ -162,3 +162,11 @@ def test_per_seed_table_shows_the_signed_differences_behind_each_verdict():
     assert tab.loc["up", "diffs"] == "+0.100 +0.120 +0.140" and tab.loc["down", "diffs"] == "-0.100 -0.120 -0.140"
     assert tab.loc["up", "signs"] == "3+ 0-" and tab.loc["up", "status"] == verdict(preds[0], runs).status == "holds"
     assert tab.loc["down", "status"] == "fails"
+
+def test_premise_not_met_is_never_decided():
+    runs = [dict(arm=a, seed=s, m=v) for a, vals in (("t", [0.5, 0.52, 0.54]), ("c", [0.4, 0.4, 0.4])) for s, v in enumerate(vals)]
+    p = Prediction("up", "t above c", "m", "t", "c", premise_fails="the baseline does not move")
+    v = verdict(p, runs)
+    assert v.status == "premise not met" and "the baseline does not move" in v.reason and "holds" in v.reason
+    assert v.comparison is not None and v.comparison.n == 3                  # the numbers stay for the reader
+    assert verdict_table([p], runs).loc["up", "status"] == "premise not met"

@@ -1,4 +1,5 @@
-"""Seed sweep for chapter 09a's (nbs/09a_kvcache.ipynb, formerly 04) accuracy-vs-budget check (EVIDENCE.md rule 7).
+"""Seed sweep for chapter 09a's accuracy-vs-budget check (nbs/09a_kvcache.ipynb):
+the margins behind the chapter's test-size checks.
 
 Retrains the test-size recall model (`recall_warm_start`'s recipe: same task, same SFT settings) with a different
 model/SFT seed and thread count, the two things that make a fresh model on another CPU differ, then logs the dense

@@ -1,4 +1,5 @@
-"""Seed sweep for chapter 10's test-size checks that depend on a trained model (EVIDENCE.md rule 7).
+"""Seed sweep for chapter 10's test-size checks that depend on a trained model:
+the margins behind the chapter's test-size checks.
 
 The chapter uses the testbed's shipped arith2 warm start of seed 0 at test size. Here warm start, sampling generator and RL
 seed take each seed 0-4 (a different trained model per seed, as a different machine would give), one JSON line per

@@ -1,4 +1,4 @@
-"""Chapter 10 at reader size on the testbed (issue #17): every KV-compression arm from the seed's shipped arith2 warm start.
+"""Chapter 10 at reader size on the testbed: every KV-compression arm from the seed's shipped arith2 warm start.
 
 Resumable: appends one JSON line per finished (arm, budget, seed) to experiments/10_kv_compression_rl/sweep.jsonl and skips those already there.
 

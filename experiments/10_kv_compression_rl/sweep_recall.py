@@ -1,4 +1,4 @@
-"""Does dense GRPO learn long-range recall? A sweep towards a testbed for chapter 10 (issue #17).
+"""Does dense GRPO learn long-range recall? A sweep towards a testbed for chapter 10.
 
 Resumable: appends one JSON line per finished (setting, seed) to experiments/10_kv_compression_rl/sweep_recall.jsonl and skips those already there.
 

@@ -1,4 +1,5 @@
-"""Seed sweep of chapter 11's test-size check (EVIDENCE.md rule 7): the cell nbdev_test runs (cell e1c0b002), on seeds 0-4.
+"""Seed sweep of chapter 11's test-size check, the cell nbdev_test runs (cell e1c0b002), on seeds 0-4:
+the margins behind the chapter's test-size checks.
 
 From seed s's testbed warm start (arith2-s{s}), `steps` RL steps of three arms on the same prompts and samples seeds:
 plain GRPO, and EntrocraftReleased with a band far below the entropy (so every step is RAFT++: +1 on correct samples, 0

@@ -139,7 +139,7 @@ class KLCov:
         return r
 
 class KLCovTrainer(Trainer):
-    "A Trainer with `kl_cov_term` already in its `loss_terms` hooks (kept for old code; `KLCov().attach` on any Trainer does the same)."
+    "A Trainer with `kl_cov_term` already in its `loss_terms` hooks: an alias of adding it with `KLCov().attach` to any Trainer."
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.add_hook("loss_terms", kl_cov_term)
@@ -209,7 +209,7 @@ class Entrocraft(EntropyMeter):
         self.low, self.high, self.schedule, self.total, self.reject, self.ema = tuple(low), tuple(high), schedule, total, reject, float(ema)
     def _settings(self) -> dict:
         d = dict(low=list(self.low), high=list(self.high), schedule=self.schedule, total=self.total, reject=self.reject)
-        return d | (dict(ema=self.ema) if self.ema else {})                   # states saved before `ema` existed still load
+        return d | (dict(ema=self.ema) if self.ema else {})
     def state_dict(self) -> dict:
         "The band settings (checked on load) and the last step's measurements; the band itself is a function of trainer.step."
         return dict(settings=self._settings(), last=dict(getattr(self, "last", {})))
