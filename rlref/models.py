@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_models.ipynb #7ff1c421
 from __future__ import annotations
-import os, math, numbers, string
+import os, math, numbers, string, warnings
 from pathlib import Path
 from dataclasses import dataclass
 import torch
@@ -98,7 +98,9 @@ def add_lora(model, r: int = 8, alpha: int = 16, dropout: float = 0.0, target_mo
     "Wrap `model` with peft LoRA adapters; only the adapters stay trainable."
     from peft import LoraConfig, get_peft_model
     cfg = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(target_modules), task_type="CAUSAL_LM")
-    return get_peft_model(model, cfg)
+    with warnings.catch_warnings():   # peft reads transformers' deprecated `is_gradient_checkpointing` while wrapping
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        return get_peft_model(model, cfg)
 
 # %% ../nbs/01_models.ipynb #7f6633fe
 from transformers import Qwen2Config, Qwen2ForCausalLM
