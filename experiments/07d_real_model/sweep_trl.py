@@ -7,7 +7,7 @@ per step, 24 new tokens, temperature 0.7, lr 3e-4 constant without warm-up, dapo
 optimizer step per rollout; prompts in the chat template (a conversational dataset, as TRL expects for a chat model); the
 held-out curve is the same greedy evaluation of the same 100 problems, every 10 steps, its CPU time off the training clock.
 """
-import argparse, json, sys as _sys, pathlib as _pathlib, tempfile, time, warnings
+import sys as _sys, tempfile, time, warnings
 from pathlib import Path
 import torch
 
@@ -59,16 +59,9 @@ def run(seed: int, steps: int) -> dict:
                 threads=torch.get_num_threads())
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--steps", type=int, default=SETTING["steps"])
-    ap.add_argument("--log", default=str(LOG))
-    a = ap.parse_args()
-    torch.set_num_threads(1)
-    log = Path(a.log)
-    done = {(r["seed"], r["setting"]["steps"]) for r in map(json.loads, log.read_text().splitlines())} if log.exists() else set()
-    for s in a.seeds:
-        if (s, a.steps) in done: continue
-        r = run(s, a.steps)
-        with log.open("a") as f: f.write(json.dumps(r) + "\n")
-        print(s, r["curve"], f"train cpu={r['train_cpu_seconds']}s", flush=True)
+    from sweep_runner import run_pending, sweep_parser, parse_sweep_args   # on the path through sweep.py
+    a, over = parse_sweep_args(sweep_parser(str(LOG), set_example="steps=20"))
+    steps = over.pop("steps", SETTING["steps"])
+    if over: raise SystemExit(f"sweep_trl.py takes only steps=N in --set (the other settings are sweep.py's); got {over}")
+    run_pending(a.out, ("seed",), [(s,) for s in a.seeds], lambda s: run(s, steps),
+                summary=lambda r: f"{r['seed']} {r['curve']} train cpu={r['train_cpu_seconds']}s", setting=SETTING | dict(steps=steps))
