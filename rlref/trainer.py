@@ -158,7 +158,7 @@ def _online_dpo_check(cfg):
     for k in ("dynamic_sampling", "overlong_filter"):
         if getattr(cfg, k): raise ValueError(f"{k} drops rows and would break online_dpo's preference pairs; set {k}=False")
     for k in ("minibatch_size", "micro_batch_size"):
-        if getattr(cfg, k) is not None and getattr(cfg, k) % 2: raise ValueError(f"{k} must be even for online_dpo (rows are pairs), got {getattr(cfg, k)}")
+        if _is_int(getattr(cfg, k)) and getattr(cfg, k) % 2: raise ValueError(f"{k} must be even for online_dpo (rows are pairs), got {getattr(cfg, k)}")
 
 register_algorithm(Algorithm("grpo", _grpo_advantages, policy_gradient_loss, default_loss_type="dapo", min_group=2, check=_group_check))
 register_algorithm(Algorithm("rloo", _rloo_advantages, policy_gradient_loss, default_loss_type="seq_mean_token_sum", kl=("beta", "kl_coef"), min_group=2))
