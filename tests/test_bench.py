@@ -44,5 +44,8 @@ def test_grpo_step_bench_on_a_saved_checkpoint(tmp_path, monkeypatch, capsys):
     a = build_parser().parse_args(["bench", "grpo-step", "--model", str(tmp_path / "ckpt"), "--json"])
     capsys.readouterr(); a.func(a)
     assert json.loads(capsys.readouterr().out) == {"model": str(tmp_path / "ckpt")}
-    a = build_parser().parse_args(["bench", "grpo-step", "--prompts", "4"])
-    with pytest.raises(ValueError, match="apply to the rollout bench only"): a.func(a)
+    a = build_parser().parse_args(["bench", "grpo-step", "--model", "m", "--prompts", "4", "--samples", "2", "--max-new-tokens", "3"])
+    capsys.readouterr(); a.func(a)                               # the size flags reach the bench in its own names
+    assert json.loads(capsys.readouterr().out) == dict(model="m", prompts_per_step=4, samples_per_prompt=2, max_new_tokens=3)
+    a = build_parser().parse_args(["bench", "grpo-step", "--repeats", "2"])
+    with pytest.raises(ValueError, match="--repeats applies to the rollout bench only"): a.func(a)
