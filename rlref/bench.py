@@ -137,6 +137,7 @@ def bench_grpo_step(steps: int = 8,  # timed steps on each side (after one warm-
                     seed: int = 0,
                     trl_gradient_checkpointing: bool = False,  # TRL's default is True; rlref never checkpoints
                     threads: int | None = 1,  # torch CPU threads while the bench runs (None = leave as is)
+                    model: str | None = None,  # a checkpoint to bench (both sides load it); None = the tiny random-weight Llama
                    ) -> dict:
     "Median seconds per GRPO step of rlref's `Trainer` and TRL's `GRPOTrainer` at identical settings, and their ratio."
     if steps < 1: raise ValueError(f"steps must be >= 1, got {steps}")
@@ -145,16 +146,21 @@ def bench_grpo_step(steps: int = 8,  # timed steps on each side (after one warm-
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning); warnings.simplefilter("ignore", UserWarning)
-            return _bench_grpo_step(steps, prompts_per_step, samples_per_prompt, max_new_tokens, lr, seed, trl_gradient_checkpointing)
+            return _bench_grpo_step(steps, prompts_per_step, samples_per_prompt, max_new_tokens, lr, seed, trl_gradient_checkpointing, model)
     finally: torch.set_num_threads(old_threads)
 
-def _bench_grpo_step(steps, P, G, T, lr, seed, trl_gc):
-    with tempfile.TemporaryDirectory() as d:
-        tok = make_char_tokenizer()
-        save_policy(make_tiny_llama(tok, "tiny", max_len=64, seed=seed), tok, d)
-        cfg = recipe_config("arith-grpo", model=d, prompts_per_step=P, samples_per_prompt=G, max_new_tokens=T, loss_type="dapo",
+def _bench_grpo_step(steps, P, G, T, lr, seed, trl_gc, path=None):
+    with tempfile.TemporaryDirectory() as tmp:
+        d = path
+        if d is None:
+            d, tok = tmp, make_char_tokenizer()
+            save_policy(make_tiny_llama(tok, "tiny", max_len=64, seed=seed), tok, d)
+        # both sides: plain-text prompts (TRL templates only message lists) and the whole batch per forward (TRL's
+        # per_device_train_batch_size is the batch), so rlref's large-vocabulary micro-batching and chunking are off here
+        cfg = recipe_config("arith-grpo", model=str(d), prompts_per_step=P, samples_per_prompt=G, max_new_tokens=T, loss_type="dapo",
                             beta=0.0, lr=lr, max_grad_norm=1.0, num_iterations=1, seed=seed, steps=steps + 1, eval_every=0,
-                            eval_limit=8, checkpoint_every=0, kl_every=0, progress=False, sft_steps=0)
+                            eval_limit=8, checkpoint_every=0, kl_every=0, progress=False, sft_steps=0, chat_template=False,
+                            micro_batch_size=None, logprob_chunk_rows=None)
         ours = Trainer.setup(cfg)
         ours.task = dataclasses.replace(ours.task, reward_fn=digit_share_reward)
         first = (steps + 1) // 2 + 1                                  # warm-up + half the timed steps before TRL
@@ -169,7 +175,8 @@ def _bench_grpo_step(steps, P, G, T, lr, seed, trl_gc):
                 rlref_cpu_s_per_step=rc, trl_cpu_s_per_step=tc, ratio_rlref_over_trl_cpu_time=rc / tc,
                 rlref_s_all=ours_s, trl_s_all=theirs,
                 rlref_mean_completion_len=statistics.fmean(ours_len), trl_mean_completion_len=statistics.fmean(trl_len),
-                settings=dict(model="tiny llama, random weights (saved and loaded)", task="arith prompts, digit-share reward",
+                settings=dict(model=str(path) if path is not None else "tiny llama, random weights (saved and loaded)",
+                              task="arith prompts (plain text), digit-share reward",
                               prompts_per_step=P, samples_per_prompt=G, rows_per_step=P * G, max_new_tokens=T, loss_type="dapo",
                               beta=0.0, num_iterations=1, lr=lr, dtype="float32", device="cpu",
                               trl_gradient_checkpointing=trl_gc), threads=torch.get_num_threads())

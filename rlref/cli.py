@@ -402,11 +402,17 @@ def _train_cmd(a):
 def _bench_cmd(a):
     from rlref.bench import BENCHES
     if a.name not in BENCHES: raise ValueError(f"unknown benchmark {a.name!r}; choose one of {sorted(BENCHES)}")
-    kw = {k: v for k, v in dict(model=a.model, n_prompts=a.prompts, n=a.samples, max_new_tokens=a.max_new_tokens,
+    kw = {k: v for k, v in dict(n_prompts=a.prompts, n=a.samples, max_new_tokens=a.max_new_tokens,
                                 repeats=a.repeats).items() if v is not None}
-    if kw and a.name != "rollout": raise ValueError(f"--{', --'.join(kw).replace('_', '-')} apply to the rollout bench only")
     for k in ("n_prompts", "n", "max_new_tokens", "repeats"):
         if k in kw: check_args(**{k: (kw[k], "int>=1")})
+    if a.name == "grpo-step":                                      # the same flags, in bench_grpo_step's names
+        if "repeats" in kw: raise ValueError("--repeats applies to the rollout bench only")
+        kw = {dict(n_prompts="prompts_per_step", n="samples_per_prompt").get(k, k): v for k, v in kw.items()}
+    elif kw and a.name != "rollout": raise ValueError(f"--{', --'.join(kw).replace('_', '-')} apply to the rollout and grpo-step benches only")
+    if a.model is not None:
+        if a.name not in ("rollout", "grpo-step"): raise ValueError("--model applies to the rollout and grpo-step benches only")
+        kw["model"] = a.model
     result = BENCHES[a.name](**kw)
     print(json.dumps(result) if a.json else json.dumps(result, indent=1))
 
@@ -443,10 +449,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("name")
     b.add_argument("--json", action="store_true")
     b.add_argument("--model", default=None, metavar="PATH",
-                   help="rollout: a checkpoint to bench instead of the tiny random-weight model")
+                   help="rollout, grpo-step: a checkpoint to bench instead of the tiny random-weight model")
     for flag, what in (("--prompts", "distinct prompts"), ("--samples", "samples per prompt"),
                        ("--max-new-tokens", "new tokens per sample"), ("--repeats", "timed runs of each sampler")):
-        b.add_argument(flag, type=int, default=None, help=f"rollout: {what} (default: the bench's)")
+        b.add_argument(flag, type=int, default=None, help=f"{'rollout' if flag == '--repeats' else 'rollout, grpo-step'}: {what} (default: the bench's)")
     b.set_defaults(func=_bench_cmd)
     p.commands = dict(sft=s, train=t, bench=b)
     return p

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy, hashlib, json, math, os, time, warnings
 from dataclasses import dataclass, field, asdict, fields
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -23,13 +23,14 @@ from .losses import (grpo_loss, value_loss, online_dpo_loss, importance_weights,
                           zero_std_group_fraction, aggregate_loss, AGGREGATION_MODES, IS_MODES)
 
 # %% auto #0
-__all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'LOCAL_ADVANTAGE_ALGORITHMS', 'RESUME_HARMLESS', 'LossContext',
-           'Algorithm', 'register_algorithm', 'policy_gradient_loss', 'dpo_pairs', 'TrainConfig', 'recipe_config',
-           'Critic', 'TrainingStopped', 'lr_lambda', 'Trainer', 'resolve_precision', 'BaseReference',
-           'frozen_reference', 'enable_checkpointing', 'accuracy_interval', 'sampler_seed', 'data_parallel_accelerator',
-           'check_data_parallel', 'on_main', 'soft_overlong_penalty', 'concat_rollouts', 'reward_func_metrics',
-           'stateful_hooks', 'state_sha256', 'read_manifest', 'find_checkpoint', 'check_resume', 'preflight_run',
-           'RunInterrupted', 'plot_report', 'emulate_data_parallel', 'TensorMemory']
+__all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'LARGE_VOCAB', 'AUTO_MICRO_BATCH', 'AUTO_CHUNK_ROWS',
+           'LOCAL_ADVANTAGE_ALGORITHMS', 'RESUME_HARMLESS', 'LossContext', 'Algorithm', 'register_algorithm',
+           'policy_gradient_loss', 'dpo_pairs', 'TrainConfig', 'recipe_config', 'Critic', 'TrainingStopped',
+           'lr_lambda', 'Trainer', 'resolve_precision', 'BaseReference', 'frozen_reference', 'enable_checkpointing',
+           'vocab_size', 'auto_memory', 'accuracy_interval', 'sampler_seed', 'data_parallel_accelerator',
+           'check_data_parallel', 'on_main', 'LearnerForward', 'soft_overlong_penalty', 'concat_rollouts',
+           'reward_func_metrics', 'stateful_hooks', 'state_sha256', 'read_manifest', 'find_checkpoint', 'check_resume',
+           'preflight_run', 'RunInterrupted', 'plot_report', 'emulate_data_parallel', 'TensorMemory']
 
 # %% ../nbs/07_trainer.ipynb #a1f0c002
 @dataclass
@@ -157,7 +158,7 @@ def _online_dpo_check(cfg):
     for k in ("dynamic_sampling", "overlong_filter"):
         if getattr(cfg, k): raise ValueError(f"{k} drops rows and would break online_dpo's preference pairs; set {k}=False")
     for k in ("minibatch_size", "micro_batch_size"):
-        if getattr(cfg, k) is not None and getattr(cfg, k) % 2: raise ValueError(f"{k} must be even for online_dpo (rows are pairs), got {getattr(cfg, k)}")
+        if _is_int(getattr(cfg, k)) and getattr(cfg, k) % 2: raise ValueError(f"{k} must be even for online_dpo (rows are pairs), got {getattr(cfg, k)}")
 
 register_algorithm(Algorithm("grpo", _grpo_advantages, policy_gradient_loss, default_loss_type="dapo", min_group=2, check=_group_check))
 register_algorithm(Algorithm("rloo", _rloo_advantages, policy_gradient_loss, default_loss_type="seq_mean_token_sum", kl=("beta", "kl_coef"), min_group=2))
@@ -225,7 +226,7 @@ class TrainConfig:
     prompts_per_step: int = 64           # distinct prompts per rollout
     samples_per_prompt: int = 8          # completions per prompt (group size G)
     minibatch_size: int | None = None    # rows per optimizer step (None = the whole rollout)
-    micro_batch_size: int | None = None  # rows per forward/backward (None = the whole minibatch)
+    micro_batch_size: int | Literal["auto"] | None = "auto"  # rows per forward/backward: auto = 8 at a vocabulary of >= 32,768 tokens, else the whole minibatch (None)
     num_iterations: int = 1              # mu: passes over each rollout
     max_new_tokens: int | None = None    # completion budget (None = the task's)
     temperature: float = 0.7             # sampling temperature (the learner scores at the same temperature)
@@ -244,7 +245,7 @@ class TrainConfig:
     mixed_precision: str = "auto"        # no, bf16 or fp16 (trainable weights and AdamW state stay fp32, forwards under torch.autocast), or auto (bf16 on a bf16 GPU, no elsewhere)
     gradient_checkpointing: bool = False  # recompute each decoder layer in backward instead of keeping its activations (fused blocks and the HF path alike)
     fused: bool | None = None            # rlref's fused forward in sampler and learner: None = when the model allows, False = always the HF path, True = required
-    logprob_chunk_rows: int | None = None  # completion tokens per output-head + log-softmax chunk (None = a micro-batch's (rows, C, V) logits at once)
+    logprob_chunk_rows: int | Literal["auto"] | None = "auto"  # completion tokens per output-head + log-softmax chunk: auto = 1024 at a vocabulary of >= 32,768 tokens, else None (a micro-batch's (rows, C, V) logits at once)
     vocab_chunk: int | None = None       # logit columns per step of a chunked log-sum-exp (None = the whole vocabulary; needs top_k=0, top_p=1)
     # -- bookkeeping
     seed: int = 0                        # in [0, 2**31)
@@ -307,13 +308,15 @@ class TrainConfig:
         for k in ("prompts_per_step", "samples_per_prompt", "num_iterations", "keep_checkpoints", "max_bad_steps", "eval_limit",
                   "sft_batch_size", "sft_eval_every", "max_len"):
             need(getattr(self, k) >= 1, k, ">= 1")
-        for k in ("max_new_tokens", "minibatch_size", "micro_batch_size"):
+        for k in ("max_new_tokens", "minibatch_size"):
             need(getattr(self, k) is None or (_is_int(getattr(self, k)) and getattr(self, k) >= 1), k, "an int >= 1 or None")
+        for k in ("micro_batch_size", "logprob_chunk_rows"):   # "auto": resolved by the Trainer from the policy's vocabulary (auto_memory)
+            need(getattr(self, k) in (None, "auto") or (_is_int(getattr(self, k)) and getattr(self, k) >= 1), k, "an int >= 1, 'auto' or None")
         need(self.seed < 2 ** 31, "seed", "< 2**31")
         choose("dtype", ("auto", "float32", "bfloat16", "float16")); choose("mixed_precision", ("auto", "no", "bf16", "fp16"))
         need(isinstance(self.gradient_checkpointing, bool), "gradient_checkpointing", "True or False")
         need(self.fused is None or isinstance(self.fused, bool), "fused", "None (when the model allows), True or False")
-        for k in ("logprob_chunk_rows", "vocab_chunk"): need(getattr(self, k) is None or (_is_int(getattr(self, k)) and getattr(self, k) >= 1), k, "an int >= 1 or None")
+        need(self.vocab_chunk is None or (_is_int(self.vocab_chunk) and self.vocab_chunk >= 1), "vocab_chunk", "an int >= 1 or None")
         if self.vocab_chunk is not None and (self.top_k or (_is_num(self.top_p) and self.top_p < 1)):
             raise ValueError(f"vocab_chunk cannot replay the sampler's top_k/top_p truncation (it needs whole rows of logits); got top_k={self.top_k}, top_p={self.top_p}")
         need(self.task_seed is None or (_is_int(self.task_seed) and 0 <= self.task_seed < 2 ** 31), "task_seed", "an int in [0, 2**31), or None (= seed)")
@@ -360,7 +363,7 @@ class TrainConfig:
         "The derived batch sizes of one step (validated by batch_plan)."
         rows = self.prompts_per_step * self.samples_per_prompt
         mini = self.minibatch_size or rows
-        micro = self.micro_batch_size or mini
+        micro = self.micro_batch_size if _is_int(self.micro_batch_size) else mini   # "auto" is resolved by the Trainer (at most its value per pass)
         if mini % micro: raise ValueError(f"minibatch_size {mini} is not a multiple of micro_batch_size {micro}")
         if mini > rows: raise ValueError(f"minibatch_size {mini} is larger than the {rows} rows of one rollout")
         return batch_plan(self.prompts_per_step, self.samples_per_prompt, micro, mini // micro)
@@ -519,6 +522,7 @@ def _precision_and_memory(self: Trainer):
     if cfg.dtype != "auto": self.policy.to(store)                  # "auto": as given (Trainer.setup loads at the resolved dtype)
     self.scaler = torch.amp.GradScaler(self.device.type) if self.amp_dtype == torch.float16 else None
     self.checkpointed_layers = enable_checkpointing(self.policy) if cfg.gradient_checkpointing else 0
+    self.auto_memory = auto_memory(self.policy)                    # what micro_batch_size / logprob_chunk_rows = "auto" mean here
     if cfg.fused and decoder_parts(self.policy) is None:
         raise ValueError(f"fused=True needs a Llama-family policy that rlref's fused forward covers (rlref.rollout.decoder_parts), "
                          f"got {type(self.policy).__name__}; use fused=None or False")
@@ -538,6 +542,46 @@ def _master_weights(self: Trainer):
 def autocast(self: Trainer):
     "The forwards' precision: torch.autocast to the mixed-precision dtype, or a no-op context (fp32, or pure low precision)."
     return torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype is not None else contextlib.nullcontext()
+
+
+# %% ../nbs/07_trainer.ipynb #699279e0
+LARGE_VOCAB = 32_768      # from this many output rows on, "auto" turns micro-batching and chunked logits on
+AUTO_MICRO_BATCH = 8      # rows per forward/backward at a large vocabulary (TRL's per_device_train_batch_size)
+AUTO_CHUNK_ROWS = 1024    # completion tokens per output-head chunk there: (1024, V) fp32 logits, 0.62 GB at V = 151,936
+
+def vocab_size(model) -> int | None:
+    "Rows of the model's output head (also inside a peft wrapper), or None when it has no single weight matrix as head."
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    head = base.get_output_embeddings() if hasattr(base, "get_output_embeddings") else None
+    w = getattr(head, "weight", None)
+    return int(w.shape[0]) if isinstance(w, torch.Tensor) and w.dim() == 2 else None
+
+def auto_memory(model) -> dict:
+    "What micro_batch_size and logprob_chunk_rows = 'auto' mean for `model`: on at a vocabulary >= LARGE_VOCAB, else None (all at once)."
+    V = vocab_size(model)
+    if V is None or V < LARGE_VOCAB: return dict(vocab_size=V, micro_batch_size=None, logprob_chunk_rows=None)
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    cfg = getattr(base, "config", None)        # a head that scales its logits cannot be chunked (completion_hidden)
+    scaled = any(getattr(cfg, k, None) not in (None, 1, 1.0) for k in ("final_logit_softcapping", "logit_scale", "logits_scaling"))
+    return dict(vocab_size=V, micro_batch_size=AUTO_MICRO_BATCH, logprob_chunk_rows=None if scaled else AUTO_CHUNK_ROWS)
+
+@patch(as_prop=True)
+def micro_batch_size(self: Trainer) -> int | None:
+    "cfg.micro_batch_size, 'auto' resolved for this policy: rows per learner forward (None = the whole minibatch)."
+    v = self.cfg.micro_batch_size
+    return self.auto_memory["micro_batch_size"] if v == "auto" else v
+
+@patch(as_prop=True)
+def logprob_chunk_rows(self: Trainer) -> int | None:
+    "cfg.logprob_chunk_rows, 'auto' resolved for this policy: completion tokens per output-head chunk (None = unchunked)."
+    v = self.cfg.logprob_chunk_rows
+    return self.auto_memory["logprob_chunk_rows"] if v == "auto" else v
+
+@patch(as_prop=True)
+def resolved_memory(self: Trainer) -> dict:
+    "The memory settings this run uses, 'auto' resolved: vocabulary, micro_batch_size, logprob_chunk_rows, vocab_chunk."
+    return dict(vocab_size=self.auto_memory["vocab_size"], micro_batch_size=self.micro_batch_size,
+                logprob_chunk_rows=self.logprob_chunk_rows, vocab_chunk=self.cfg.vocab_chunk)
 
 
 # %% ../nbs/07_trainer.ipynb #2c4cd127
@@ -667,6 +711,17 @@ def on_main(accelerator, fn: Callable, *args, **kwargs):
     except Exception: exc = RuntimeError(box[0][2])
     raise exc
 
+class LearnerForward(nn.Module):
+    """The policy's gradient pass as one module: DDP wraps this, so the micro-batched, chunked (and fused) completion log-probs
+    run inside the one forward that DDP's reducer sees, and their backward all-reduces the policy's gradients."""
+    def __init__(self, policy): super().__init__(); self.policy = policy
+    def forward(self, prompt_ids, prompt_mask, completion_ids, completion_mask,  # (B, P), (B, P), (B, C), (B, C)
+                temperature: float = 1.0, **kwargs):  # the rest of completion_logprobs' arguments
+        "Log-probs (B, C) and entropies (B, C) or None, as `completion_logprobs(policy, ...)` of those rows."
+        r = Rollout(prompt_ids=prompt_ids, prompt_mask=prompt_mask, completion_ids=completion_ids, completion_mask=completion_mask,
+                    sampler_logprobs=None, group=None, lengths=None, truncated=None, prompts=[], completions=[])
+        return completion_logprobs(self.policy, r, temperature, **kwargs)
+
 @patch
 def _init_data_parallel(self: Trainer, accelerator=None):
     "Join a multi-process launch: check the config, seed this rank's sampler, let accelerate wrap the policy (DDP) and optimizer; `self.policy` stays the unwrapped model that samples, evaluates and is saved."
@@ -676,7 +731,7 @@ def _init_data_parallel(self: Trainer, accelerator=None):
     self.accelerator, self.rank, self.world_size = acc, acc.process_index, acc.num_processes
     self.shard = (self.rank, self.world_size)
     self.gens["sampler"] = torch.Generator(device=self.device).manual_seed(sampler_seed(self.cfg.seed, self.rank))
-    self.learner, self.opt = acc.prepare(self.policy, self.opt)  # the scheduler stays on the inner optimizer: one LR step per optimizer step
+    self.learner, self.opt = acc.prepare(LearnerForward(self.policy), self.opt)  # DDP; the scheduler stays on the inner optimizer
 
 @patch
 def _on_main(self: Trainer, fn: Callable, *args, **kwargs): return on_main(self.accelerator, fn, *args, **kwargs)
@@ -867,15 +922,17 @@ def reward_func_metrics(names: list[str],  # the reward functions' names (Reward
 def logprobs(self: Trainer, model, r: Rollout, temperature: float | None = None, with_entropy: bool = False,
              attention_mask_4d: torch.Tensor | None = None, grad: bool = False):
     """Per-token log-probs (B, C) of r's completions under `model` (and entropies when asked); the policy replays the sampler's top-k/top-p.
-    Runs micro_batch_size rows per forward (chunked by logprob_chunk_rows / vocab_chunk), under the run's autocast and fused switch;
-    a gradient pass of the policy on several processes goes through the DDP wrapper (unfused, unchunked: DDP syncs gradients in its own forward)."""
+    Runs micro_batch_size rows per forward (chunked by logprob_chunk_rows / vocab_chunk, "auto" resolved), under the run's autocast and
+    fused switch; a gradient pass of the policy on several processes runs the same computation inside the DDP-wrapped LearnerForward."""
     cfg = self.cfg
     trunc = dict(top_k=cfg.top_k, top_p=cfg.top_p) if model is self.policy else {}
     ddp = grad and model is self.policy and self.learner is not self.policy
-    chunks = dict(fused=False, chunk_rows=None, vocab_chunk=None) if ddp else dict(fused=cfg.fused, chunk_rows=cfg.logprob_chunk_rows, vocab_chunk=cfg.vocab_chunk)
+    T = cfg.temperature if temperature is None else temperature
+    kw = dict(with_entropy=with_entropy, attention_mask_4d=attention_mask_4d, micro_batch_size=self.micro_batch_size, fused=cfg.fused,
+              chunk_rows=self.logprob_chunk_rows, vocab_chunk=cfg.vocab_chunk, **trunc)
     with torch.set_grad_enabled(grad), self.autocast(), (model.active() if isinstance(model, BaseReference) else contextlib.nullcontext(model)) as net:
-        lp, ent = completion_logprobs(self.learner if ddp else net, r, cfg.temperature if temperature is None else temperature, with_entropy=with_entropy,
-                                      attention_mask_4d=attention_mask_4d, micro_batch_size=cfg.micro_batch_size, **chunks, **trunc)
+        if ddp: lp, ent = self.learner(r.prompt_ids, r.prompt_mask, r.completion_ids, r.completion_mask, T, **kw)
+        else: lp, ent = completion_logprobs(net, r, T, **kw)
     return (lp, ent) if with_entropy else lp
 
 @patch
@@ -1001,7 +1058,7 @@ def _update(self: Trainer, r: Rollout) -> dict:
     "mu epochs of shuffled minibatch updates with gradient accumulation; returns metrics averaged over the optimizer steps taken."
     cfg, unit = self.cfg, 2 if self.algorithm.pairs else 1                      # preference pairs move together
     n = len(r) // unit
-    mini = max(1, min((cfg.minibatch_size or len(r) * self.world_size) // self.world_size, len(r)) // unit); micro = max(1, min(cfg.micro_batch_size or mini * unit, mini * unit) // unit)
+    mini = max(1, min((cfg.minibatch_size or len(r) * self.world_size) // self.world_size, len(r)) // unit); micro = max(1, min(self.micro_batch_size or mini * unit, mini * unit) // unit)
     params = [p for g in self.opt.param_groups for p in g["params"]]
     taken, every, n_taken, n_all = {}, {}, 0, 0
     for _ in range(cfg.num_iterations):
@@ -1320,7 +1377,8 @@ def _train_loop(self: Trainer, log) -> dict:
         evals, n_eval = [h for h in self.history if h.get("eval_accuracy") is not None], min(cfg.eval_limit, len(self.task.test))
         summary = dict(algorithm=cfg.algorithm, task=cfg.task, steps=cfg.steps, seed=cfg.seed,      # step 0 (the warm start) and the last eval
                        **accuracy_interval(self.sft_accuracy, n_eval, "sft"), **accuracy_interval(evals[-1]["eval_accuracy"] if evals else None, n_eval, "final"),
-                       eval_n=n_eval, skipped_steps=self.skipped_steps, wall_seconds=round(time.time() - t_start, 1))
+                       eval_n=n_eval, skipped_steps=self.skipped_steps, wall_seconds=round(time.time() - t_start, 1),
+                       memory=self.resolved_memory)                                           # "auto" as resolved for this policy
         if self.out is not None and self.rank == 0:
             if getattr(self, "policy_step", None) != self.step: self.save_pretrained()   # the trained policy, before the summary marks the run done
             with atomic_write(self.out / "summary.json", "w") as f: f.write(json.dumps(summary, indent=1))

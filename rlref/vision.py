@@ -382,7 +382,7 @@ class PuzzleTrainer(Trainer):
 
     def logprobs(self, model, r, temperature=None, with_entropy=False, attention_mask_4d=None, grad=False):
         "Trainer.logprobs, micro_batch_size rows at a time, each chunk with its rows' images."
-        step, outs = self.cfg.micro_batch_size or len(r), []
+        step, outs = self.micro_batch_size or len(r), []
         for s in range(0, len(r), step):
             part = r.select(torch.arange(s, min(s + step, len(r))))
             with model.images(part.extras["pixel_values"]):

@@ -22,11 +22,16 @@ from rlref.trainer import Trainer, recipe_config, RunInterrupted
 cfg = recipe_config(sys.argv[1], **json.loads(sys.argv[2])); stop, resume = int(sys.argv[3]), sys.argv[4] == "1"
 tr = Trainer.setup(cfg, resume=resume)
 assert tr.world_size == 2 and type(tr.learner).__name__ == "DistributedDataParallel", (tr.world_size, type(tr.learner))
+assert type(tr.learner.module).__name__ == "LearnerForward" and tr.learner.module.policy is tr.policy
+import torch
+head_calls = []                                       # the input shapes of the output head in gradient passes (sampling and eval run without grad)
+tr.policy.get_output_embeddings().register_forward_hook(lambda m, a, o: head_calls.append(list(a[0].shape)) if torch.is_grad_enabled() else None)
 def halt(t, m):
     if t.step == stop: raise KeyboardInterrupt        # Ctrl-C reaches every rank of a launch
 if stop: tr.add_hook("after_step", halt)
 try: tr.fit(resume=resume)
 except RunInterrupted as e: print(f"rank {tr.rank}: {e}")
+print("HEAD_CALLS", tr.rank, json.dumps(head_calls))
 tr.accelerator.end_training()                         # a clean gloo shutdown: barrier, then destroy the process group
 sys.stdout.flush(); sys.stderr.flush()
 import os; os._exit(0)   # skip the interpreter's teardown, where a gloo thread can abort the process ("terminate called without an active exception")
@@ -73,6 +78,29 @@ def test_two_processes_equal_one_process_over_the_same_global_batch(two):
         for k in ("reward_mean", "reward_std", "accuracy", "tokens", "completion_length", "zero_std_frac", "eval_accuracy"):
             assert a.get(k) == b.get(k), (a["step"], k, a.get(k), b.get(k))
         assert abs(a["grad_norm"] - b["grad_norm"]) <= 1e-5 * b["grad_norm"] and abs(a["loss"] - b["loss"]) < 1e-6, (a, b)
+
+def head_calls(p) -> dict:
+    "{rank: [input shape of each gradient-pass output-head call]} from a launch's stdout."
+    return {int(l.split()[1]): json.loads(l.split(maxsplit=2)[2]) for l in p.stdout.splitlines() if l.startswith("HEAD_CALLS")}
+
+def test_chunked_gradient_pass_under_two_processes_equals_unchunked(tmp_path):
+    """logprob_chunk_rows under DDP: the chunked log-probs run inside the DDP-wrapped module's forward, so every gradient-pass head call
+    sees at most 8 completion tokens' hidden states (never a (rows, C, d) block), and the weights after K steps equal the unchunked
+    2-process run's to rounding (chunks change only the order of float sums)."""
+    plain = launch(tmp_path, tmp_path / "plain", logprob_chunk_rows=None)
+    chunked = launch(tmp_path, tmp_path / "chunked", logprob_chunk_rows=8)
+    calls_plain, calls_chunked = head_calls(plain), head_calls(chunked)
+    assert sorted(calls_chunked) == sorted(calls_plain) == [0, 1]
+    for rank in (0, 1):
+        assert calls_chunked[rank] and all(len(s) == 2 and s[0] <= 8 for s in calls_chunked[rank]), calls_chunked[rank][:5]
+        assert max(s[0] for s in calls_chunked[rank]) == 8                          # the chunks fill up: chunking is in use
+        assert calls_plain[rank] and all(len(s) == 3 and s[0] == CFG["micro_batch_size"] for s in calls_plain[rank])  # (4, C, d) at once
+    a, b = load_file(tmp_path / "chunked" / "policy" / "model.safetensors"), load_file(tmp_path / "plain" / "policy" / "model.safetensors")
+    init = {k: v for k, v in Trainer.setup(recipe_config(RECIPE, **CFG)).policy.state_dict().items() if k in a}
+    d, moved = max_dw(a, b), max_dw(b, init)
+    print(f"max|w_chunked - w_unchunked| on 2 processes = {d:.3g}; training moved the weights by {moved:.3g}")
+    assert d < TOL and moved > 10 * TOL
+    assert rows(tmp_path / "chunked")[-1]["reward_mean"] == rows(tmp_path / "plain")[-1]["reward_mean"]
 
 def test_lora_under_two_processes_equals_one_process(tmp_path):
     "DDP over a peft model (frozen base, trainable adapters): the saved adapters equal the one-process reference's."

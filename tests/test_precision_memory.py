@@ -213,3 +213,36 @@ def test_fp16_run_resumes_exactly(tmp_path):
     assert a.scaler.get_scale() == c.scaler.get_scale() > 65536.0
     assert all(p.dtype == torch.float32 for p in c.policy.parameters())
     assert all(torch.equal(x, y) for x, y in zip(a.policy.parameters(), c.policy.parameters()))
+
+# ------------------------------------------------------------------ GPU-safe defaults at a large vocabulary
+def test_large_vocabulary_defaults_chunk_and_match_unchunked(tiny):
+    """A random-weight Llama with a 50,000-token head: the default ("auto") runs 8-row micro-batches and 1024-token head chunks
+    (every gradient-pass head call sees <= 1024 rows of hidden states, never a (rows, C, d) block), and gives the log-probs, entropies
+    and gradients of the explicit "off" (None: every row and token at once) to float rounding. A small vocabulary resolves to off."""
+    tok, small, task = tiny
+    cfg = LlamaConfig(vocab_size=50_000, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                      intermediate_size=64, max_position_embeddings=256)
+    torch.manual_seed(0)
+    big = LlamaForCausalLM(cfg)
+    r = fake_rollout(16, 50_000, C=140)                              # 8 rows x 140 tokens = 1120 per micro-batch: one full chunk and a tail
+    r.completion_mask[::5, 100:] = 0
+    out = {}
+    for name, kw in (("auto", {}), ("off", dict(micro_batch_size=None, logprob_chunk_rows=None))):
+        t = Trainer(TrainConfig(**BASE, **kw), big, tok, task)
+        calls = []
+        hook = big.get_output_embeddings().register_forward_hook(lambda m, a, o: calls.append(tuple(a[0].shape)) if torch.is_grad_enabled() else None)
+        big.zero_grad()
+        lp, ent = t.logprobs(t.policy, r, with_entropy=True, grad=True)
+        (lp.sum() + 0.1 * ent.sum()).backward()
+        hook.remove()
+        out[name] = (t.resolved_memory, calls, lp.detach(), ent.detach(), torch.cat([p.grad.flatten() for p in big.parameters()]))
+    (mem_a, calls_a, lp_a, ent_a, g_a), (mem_o, calls_o, lp_o, ent_o, g_o) = out["auto"], out["off"]
+    assert mem_a == dict(vocab_size=50_000, micro_batch_size=8, logprob_chunk_rows=1024, vocab_chunk=None)
+    assert mem_o == dict(vocab_size=50_000, micro_batch_size=None, logprob_chunk_rows=None, vocab_chunk=None)
+    assert all(len(s) == 2 and s[0] <= 1024 for s in calls_a) and max(s[0] for s in calls_a) == 1024, calls_a   # chunked, and chunks fill up
+    assert calls_o and all(len(s) == 3 for s in calls_o) and calls_o[0][0] == 16, calls_o                       # the whole (16, C, d) at once
+    torch.testing.assert_close(lp_a, lp_o, atol=1e-5, rtol=0); torch.testing.assert_close(ent_a, ent_o, atol=5e-5, rtol=0)
+    torch.testing.assert_close(g_a, g_o, atol=1e-5, rtol=1e-4)
+    small_mem = Trainer(TrainConfig(**BASE), copy.deepcopy(small), tok, task).resolved_memory     # the chapters' tiny models: unchanged
+    assert small_mem["vocab_size"] < 32_768 and small_mem["micro_batch_size"] is None and small_mem["logprob_chunk_rows"] is None
+    assert Trainer(TrainConfig(**BASE, micro_batch_size=4, logprob_chunk_rows=64), big, tok, task).resolved_memory["logprob_chunk_rows"] == 64

@@ -54,7 +54,7 @@ def test_bench_rollout_on_the_real_checkpoint(capsys):
           "--json"])
     r = json.loads(capsys.readouterr().out)
     assert r["model"] == ck and r["rows"] == 4 and r["speedup"] > 0 and r["generate_tokens_per_s"] > 0
-    with pytest.raises(SystemExit) as e: main(["bench", "grpo-step", "--model", ck])
-    assert e.value.code == 2 and "apply to the rollout bench only" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e: main(["bench", "grpo-step", "--model", ck, "--repeats", "1"])   # refused before anything runs
+    assert e.value.code == 2 and "--repeats applies to the rollout bench only" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e: main(["bench", "rollout", "--prompts", "0"])
     assert e.value.code == 2 and "n_prompts must be >= 1" in capsys.readouterr().err
