@@ -114,6 +114,7 @@ def add_lora(model, r: int = 8,  # the adapters' rank
             ):
     "Wrap `model` with peft LoRA adapters; only the adapters stay trainable."
     from peft import LoraConfig, get_peft_model
+    if isinstance(target_modules, (list, tuple)) and list(target_modules) == ["all-linear"]: target_modules = "all-linear"
     check_lora(r, alpha, dropout, target_modules)
     targets = target_modules if isinstance(target_modules, str) else list(target_modules)
     cfg = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, task_type="CAUSAL_LM")

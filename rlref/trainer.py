@@ -193,7 +193,7 @@ class TrainConfig:
     sft_target: float | None = 0.55      # stop SFT early once held-out exact match reaches this, in (0, 1] (None = run all sft_steps)
     sft_eval_every: int = 10             # SFT steps between the held-out checks of sft_target
     lora_r: int = 0                      # LoRA rank (0 = full fine-tuning)
-    lora_alpha: float = 16               # LoRA scale: the adapters' update is multiplied by lora_alpha / lora_r (peft's lora_alpha)
+    lora_alpha: int | float = 16         # LoRA scale: the adapters' update is multiplied by lora_alpha / lora_r (peft's lora_alpha)
     lora_dropout: float = 0.0            # dropout on the adapters' input, in [0, 1) (peft's lora_dropout)
     lora_target_modules: list | str = field(default_factory=lambda: list(LORA_TARGETS))  # module names that get adapters, or "all-linear" (every linear layer but the output head)
     chat_template: bool | None = None    # wrap prompts in the tokenizer's chat template (None = when the tokenizer has one; False = raw prompts); message-list prompts always use it
@@ -263,6 +263,7 @@ class TrainConfig:
     progress: bool = True                # tqdm bar
 
     def __post_init__(self):
+        if self.lora_target_modules == ["all-linear"]: self.lora_target_modules = "all-linear"   # the command line's one-value list
         if self.loss_type is None and self.algorithm in ALGORITHMS: self.loss_type = ALGORITHMS[self.algorithm].default_loss_type
         self.validate()
 

@@ -64,6 +64,7 @@ def test_lora_options_reach_the_peft_config():
     pc = lin.policy.peft_config["default"]
     assert (pc.r, pc.lora_alpha, pc.lora_dropout) == (4, 8, 0.05)
     assert adapted(lin) == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}   # the MLP's projections too
+    assert TrainConfig(lora_r=4, lora_target_modules=["all-linear"]).lora_target_modules == "all-linear"   # the command line's one-value list
     default = Trainer.setup(TrainConfig(**base, lora_r=8)).policy.peft_config["default"]   # the defaults: today's adapters
     assert (default.r, default.lora_alpha, default.lora_dropout, default.target_modules) == (8, 16, 0.0, {"q_proj", "k_proj", "v_proj", "o_proj"})
 
