@@ -17,9 +17,10 @@ from transformers.utils import logging as hf_logging
 hf_logging.disable_progress_bar()   # tiny checkpoints load in milliseconds: HF's per-shard bars are noise
 
 # %% auto #0
-__all__ = ['SPECIAL_TOKENS', 'CHARSET', 'MODEL_PRESETS', 'CHAT_TOKENS', 'CHATML_TEMPLATE', 'QWEN2_SPLIT', 'make_char_tokenizer',
-           'make_tiny_llama', 'save_policy', 'load_policy', 'add_lora', 'make_chat_tokenizer', 'make_tiny_qwen2',
-           'stop_token_ids', 'chat_prompts', 'tokenize_prompt_and_output', 'encode_pairs', 'sft_loss',
+__all__ = ['SPECIAL_TOKENS', 'CHARSET', 'MODEL_PRESETS', 'LORA_TARGETS', 'CHAT_TOKENS', 'CHATML_TEMPLATE', 'QWEN2_SPLIT',
+           'TEMPLATE_ARGS', 'make_char_tokenizer', 'make_tiny_llama', 'save_policy', 'load_policy', 'check_lora',
+           'add_lora', 'make_chat_tokenizer', 'make_tiny_qwen2', 'stop_token_ids', 'is_conversational',
+           'check_chat_template_kwargs', 'chat_prompts', 'tokenize_prompt_and_output', 'encode_pairs', 'sft_loss',
            'sft_microbatch_train_step', 'sft_warm_start']
 
 # %% ../nbs/01_models.ipynb #9468d5db
@@ -94,10 +95,29 @@ def load_policy(path_or_name: str | Path,  # a directory written by save_policy/
     if lora is not None: model = add_lora(model, **lora)
     return model, tokenizer
 
-def add_lora(model, r: int = 8, alpha: int = 16, dropout: float = 0.0, target_modules=("q_proj", "k_proj", "v_proj", "o_proj")):
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")   # add_lora's default: the attention projections
+
+def check_lora(r, alpha, dropout, target_modules):
+    "One ValueError naming the first bad LoRA setting (peft's LoraConfig options)."
+    num = lambda x: isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+    if isinstance(r, bool) or not isinstance(r, numbers.Integral) or r < 1: raise ValueError(f"LoRA rank r must be an int >= 1, got {r!r}")
+    if not (num(alpha) and alpha > 0): raise ValueError(f"lora_alpha must be a finite number > 0, got {alpha!r}")
+    if not (num(dropout) and 0 <= dropout < 1): raise ValueError(f"lora_dropout must be in [0, 1), got {dropout!r}")
+    if target_modules == "all-linear": return
+    if not (isinstance(target_modules, (list, tuple)) and target_modules and all(isinstance(m, str) and m.strip() for m in target_modules)):
+        raise ValueError(f"lora_target_modules must be a non-empty list of module names (e.g. {list(LORA_TARGETS)}) or 'all-linear', got {target_modules!r}")
+
+def add_lora(model, r: int = 8,  # the adapters' rank
+             alpha: float = 16,  # peft's lora_alpha: the update is scaled by alpha / r
+             dropout: float = 0.0,  # peft's lora_dropout, on the adapters' input
+             target_modules=LORA_TARGETS,  # module names that get adapters, or "all-linear" (every linear layer but the output head)
+            ):
     "Wrap `model` with peft LoRA adapters; only the adapters stay trainable."
     from peft import LoraConfig, get_peft_model
-    cfg = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(target_modules), task_type="CAUSAL_LM")
+    if isinstance(target_modules, (list, tuple)) and list(target_modules) == ["all-linear"]: target_modules = "all-linear"
+    check_lora(r, alpha, dropout, target_modules)
+    targets = target_modules if isinstance(target_modules, str) else list(target_modules)
+    cfg = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets, task_type="CAUSAL_LM")
     with warnings.catch_warnings():   # peft reads transformers' deprecated `is_gradient_checkpointing` while wrapping
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
         return get_peft_model(model, cfg)
@@ -153,20 +173,51 @@ def stop_token_ids(model,  # a causal LM (also inside a peft wrapper); its gener
     return list(dict.fromkeys(int(i) for i in flat))
 
 # %% ../nbs/01_models.ipynb #4ac0b6b4
-def chat_prompts(tokenizer, prompts: list[str],
+TEMPLATE_ARGS = ("conversation", "add_generation_prompt", "tokenize")   # the apply_chat_template arguments chat_prompts sets itself
+
+def is_conversational(prompt) -> bool:
+    "True for a prompt in TRL's conversational format: a list of messages, dicts with a 'role' (the test trl.data_utils.is_conversational makes)."
+    return isinstance(prompt, (list, tuple)) and len(prompt) > 0 and isinstance(prompt[0], dict) and "role" in prompt[0]
+
+def check_chat_template_kwargs(kw) -> dict:
+    "chat_template_kwargs as a dict ({} for None), or one ValueError: names of template variables to values, none that chat_prompts sets."
+    if kw is None: return {}
+    if not isinstance(kw, dict) or not all(isinstance(k, str) and k.isidentifier() for k in kw):
+        raise ValueError(f"chat_template_kwargs must be a dict of names to values (e.g. {{'enable_thinking': False}}) or None, got {kw!r}")
+    if clash := [k for k in kw if k in TEMPLATE_ARGS]:
+        raise ValueError(f"chat_template_kwargs cannot set {clash[0]!r}: chat_prompts sets {', '.join(TEMPLATE_ARGS)} itself")
+    return kw
+
+def _messages(p, i: int) -> list:
+    "Prompt i's messages, checked: each a dict with a text 'role' and 'content'."
+    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in p):
+        raise ValueError(f"prompt {i} is a message list, but not every message is a dict with a text 'role' and 'content': {str(p)[:80]}")
+    return list(p)
+
+def chat_prompts(tokenizer, prompts: list,  # texts, or message lists ([{"role": "user", "content": ...}]: TRL's conversational prompts)
                  chat_template: bool | None = None,  # True: use the tokenizer's template; False: raw text; None: use it when the tokenizer has one
                  system_prompt: str | None = None,  # a system turn before every prompt (needs a template)
+                 chat_template_kwargs: dict | None = None,  # extra arguments to apply_chat_template, e.g. dict(enable_thinking=False) (TRL's)
                 ) -> tuple[list[str], bool]:
-    "The texts to tokenize and whether the tokenizer should add its special tokens: prompts as user turns of the chat template (False: the template holds them), or raw (True)."
+    "The texts to tokenize and whether the tokenizer should add its special tokens: prompts as turns of the chat template (False: the template holds them), or raw (True)."
     if chat_template is not None and not isinstance(chat_template, bool): raise ValueError(f"chat_template must be True, False or None, got {chat_template!r}")
     if system_prompt is not None and not isinstance(system_prompt, str): raise ValueError(f"system_prompt must be a string or None, got {system_prompt!r}")
+    kw, conv = check_chat_template_kwargs(chat_template_kwargs), [is_conversational(p) for p in prompts]
+    if any(conv) and not all(conv): raise ValueError(f"prompts mix text and message lists (prompt {conv.index(not conv[0])}); give one kind")
     has = bool(getattr(tokenizer, "chat_template", None))
     if chat_template and not has: raise ValueError("chat_template=True, but the tokenizer has no chat_template (set tokenizer.chat_template, or chat_template=False for raw prompts)")
-    if not (has if chat_template is None else chat_template):
+    if conv and all(conv):                                                  # message lists only make sense through a template
+        if chat_template is False: raise ValueError("message-list prompts need the chat template, but chat_template=False sends prompts raw")
+        if not has: raise ValueError("message-list prompts need a chat template, and the tokenizer has none (set tokenizer.chat_template, or give text prompts)")
+    elif not (has if chat_template is None else chat_template):
         if system_prompt is not None: raise ValueError("system_prompt needs a chat template, and the prompts go in raw (chat_template=False, or a tokenizer without one)")
+        if kw: raise ValueError("chat_template_kwargs go to the chat template, and the prompts go in raw (chat_template=False, or a tokenizer without one)")
         return list(prompts), True
     system = [dict(role="system", content=system_prompt)] if system_prompt is not None else []
-    return [tokenizer.apply_chat_template(system + [dict(role="user", content=p)], add_generation_prompt=True, tokenize=False) for p in prompts], False
+    turns = [_messages(p, i) if c else [dict(role="user", content=p)] for i, (p, c) in enumerate(zip(prompts, conv))]
+    if system and (clash := [i for i, t in enumerate(turns) if t[0]["role"] == "system"]):
+        raise ValueError(f"system_prompt adds a system turn, but prompt {clash[0]} already starts with one")
+    return [tokenizer.apply_chat_template(system + t, add_generation_prompt=True, tokenize=False, **kw) for t in turns], False
 
 # %% ../nbs/01_models.ipynb #ec8d5ce5
 def _pair_rows(prompts, outputs, tokenizer, add_eos: bool) -> tuple[list[list[int]], list[int]]:

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 from .core import Timer
-from .models import chat_prompts, stop_token_ids
+from .models import chat_prompts, stop_token_ids, is_conversational
 
 # %% auto #0
 __all__ = ['GROW_SLOTS', 'FUSED_MODEL_TYPES', 'Rollout', 'batch_plan', 'truncate_logits', 'sample_logits', 'encode_prompts',
@@ -113,12 +113,13 @@ def sample_logits(logits: torch.Tensor,  # (B, V) raw next-token logits
     return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
 
 # %% ../nbs/03_rollout.ipynb #9b9d9d06
-def encode_prompts(tokenizer, prompts: list[str], n: int = 1, device=None,
+def encode_prompts(tokenizer, prompts: list, n: int = 1, device=None,  # prompts: texts, or message lists (rendered by the chat template)
                    chat_template: bool | None = None,  # wrap each prompt in the tokenizer's chat template (None: when it has one; see rlref.models.chat_prompts)
                    system_prompt: str | None = None,  # a system turn before every prompt (needs a template)
+                   chat_template_kwargs: dict | None = None,  # extra arguments to apply_chat_template (e.g. dict(enable_thinking=False))
                   ) -> tuple[torch.Tensor, torch.Tensor]:
     "Left-padded `(ids, mask)` of shape (len(prompts)*n, P), prompt-major (each prompt repeated n times)."
-    texts, special = chat_prompts(tokenizer, prompts, chat_template, system_prompt)
+    texts, special = chat_prompts(tokenizer, prompts, chat_template, system_prompt, chat_template_kwargs)
     rows = [tokenizer(t, add_special_tokens=special)["input_ids"] for t in texts]
     empty = [i for i, r in enumerate(rows) if not r]
     if empty: raise ValueError(f"prompt {empty[0]} ({prompts[empty[0]]!r}) tokenizes to no tokens; every prompt needs at least one")
@@ -316,8 +317,8 @@ def check_sampling(temperature: float, top_k: int = 0, top_p: float = 1.0):
         raise ValueError(f"top_p must be a number in (0, 1] (1 = off), got {top_p!r}")
 
 def _check_sample_args(prompts, n, max_new_tokens, temperature, top_k, top_p, greedy):
-    if not isinstance(prompts, (list, tuple)) or not prompts or not all(isinstance(p, str) for p in prompts):
-        raise ValueError(f"prompts must be a non-empty list of strings, got {type(prompts).__name__} of length {len(prompts) if hasattr(prompts, '__len__') else '?'}")
+    if not isinstance(prompts, (list, tuple)) or not prompts or not all(isinstance(p, str) or is_conversational(p) for p in prompts):
+        raise ValueError(f"prompts must be a non-empty list of strings (or of message lists), got {type(prompts).__name__} of length {len(prompts) if hasattr(prompts, '__len__') else '?'}")
     for name, v in (("n (samples per prompt)", n), ("max_new_tokens", max_new_tokens)):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1: raise ValueError(f"{name} must be an int >= 1, got {v!r}")
     check_sampling(temperature, top_k, top_p)
@@ -348,7 +349,7 @@ class _AttentionRecorder:
 
 # %% ../nbs/03_rollout.ipynb #d5fce9d2
 @torch.no_grad()
-def sample(model, tokenizer, prompts: list[str],
+def sample(model, tokenizer, prompts: list,  # texts, or message lists ([{"role": "user", "content": ...}], rendered by the chat template)
            n: int = 1,  # samples per prompt
            max_new_tokens: int = 16,
            temperature: float = 1.0,  # logits are divided by this before sampling
@@ -361,12 +362,13 @@ def sample(model, tokenizer, prompts: list[str],
            chat_template: bool | None = None,  # wrap prompts in the tokenizer's chat template (None: when it has one)
            system_prompt: str | None = None,  # a system turn before every prompt (needs a template)
            eos_token_ids: list[int] | int | None = None,  # the ids that end a completion (None: stop_token_ids(model, tokenizer))
+           chat_template_kwargs: dict | None = None,  # extra arguments to apply_chat_template (e.g. dict(enable_thinking=False))
           ) -> Rollout:
     "Sample `n` completions per prompt with a preallocated KV cache; returns a prompt-major `Rollout`."
     _check_sample_args(prompts, n, max_new_tokens, temperature, top_k, top_p, greedy)
     t_start, cpu_start = time.perf_counter(), time.process_time()
     device = next(model.parameters()).device; dtype = next(model.parameters()).dtype
-    prompt_ids, prompt_mask = encode_prompts(tokenizer, list(prompts), n, device, chat_template, system_prompt)  # (B, P)
+    prompt_ids, prompt_mask = encode_prompts(tokenizer, list(prompts), n, device, chat_template, system_prompt, chat_template_kwargs)  # (B, P)
     stops = torch.tensor(_stop_ids(model, tokenizer, eos_token_ids), dtype=torch.long, device=device)  # (K,) a row ends at any of them
     (B, P), T = prompt_ids.shape, prompt_ids.shape[1] + max_new_tokens
     ctx = getattr(model.config, "max_position_embeddings", None)

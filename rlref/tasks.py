@@ -10,14 +10,16 @@ from typing import Callable
 import torch
 from datasets import Dataset
 from tqdm import tqdm
+from .models import is_conversational
 
 # %% auto #0
 __all__ = ['TASKS', 'DATA_FILE_BUILDERS', 'TEST_SPLITS', 'REWARD_FUNCS', 'parse_int', 'arith_canonical', 'make_arithmetic',
-           'correctness_reward', 'format_reward', 'safe_eval', 'make_countdown', 'countdown_reward',
-           'countdown_format_reward', 'make_recall', 'recall_reward', 'Task', 'make_task', 'canonical_form',
-           'split_leaks', 'greedy_completions', 'reward_values', 'exact_match', 'last_boxed', 'extract_answer',
-           'parse_last_number', 'parse_choice_letter', 'normalize_answer', 'answer_reward', 'load_rows', 'task_splits',
-           'task_columns', 'make_dataset_task', 'reward_func', 'RewardMix', 'combine_rewards']
+           'completion_text', 'trl_completions', 'correctness_reward', 'format_reward', 'safe_eval', 'make_countdown',
+           'countdown_reward', 'countdown_format_reward', 'make_recall', 'recall_reward', 'Task', 'make_task',
+           'canonical_form', 'split_leaks', 'greedy_completions', 'reward_values', 'exact_match', 'last_boxed',
+           'extract_answer', 'parse_last_number', 'parse_choice_letter', 'normalize_answer', 'answer_reward',
+           'load_rows', 'task_splits', 'task_columns', 'make_dataset_task', 'reward_func', 'RewardMix',
+           'combine_rewards']
 
 # %% ../nbs/02_tasks.ipynb #7c77cda5
 _INT_RE = re.compile(r"^\s*(-?\d{1,30})(?!\d)")
@@ -81,14 +83,25 @@ def _check_columns(completions, **columns):
     for k, v in columns.items():
         if len(v) != len(completions): raise ValueError(f"{len(completions)} completions but {len(v)} values in column {k!r}")
 
+def completion_text(c):
+    "A completion's text: the string itself, or the content of a conversational completion's last message ([{'role': 'assistant', 'content': ...}], TRL's); anything else unchanged."
+    if isinstance(c, (list, tuple)) and c and isinstance(c[-1], dict) and "content" in c[-1]: return c[-1]["content"]
+    return c
+
+def trl_completions(prompts: list, completions: list[str]) -> list:
+    "What TRL hands reward functions: the completions as they are for text prompts, each as one assistant message when the prompts are message lists."
+    if not (prompts and is_conversational(prompts[0])): return list(completions)
+    return [[dict(role="assistant", content=c)] for c in completions]
+
 def correctness_reward(prompts: list[str], completions: list[str], answer: list, **kwargs) -> list[float]:
     "1.0 where the completion's leading integer equals the answer, else 0.0 (TRL reward signature)."
     _check_columns(completions, answer=answer)
+    completions = [completion_text(c) for c in completions]
     return [float(parse_int(c) is not None and parse_int(c) == parse_int(str(a))) for c, a in zip(completions, answer)]
 
 def format_reward(prompts: list[str], completions: list[str], **kwargs) -> list[float]:
     "1.0 where the completion is exactly one integer (surrounding whitespace allowed), else 0.0."
-    return [float(isinstance(c, str) and re.fullmatch(r"\s*-?\d+\s*", c) is not None) for c in completions]
+    return [float(isinstance(c, str) and re.fullmatch(r"\s*-?\d+\s*", c) is not None) for c in map(completion_text, completions)]
 
 # %% ../nbs/02_tasks.ipynb #47157cc1
 _BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
@@ -151,7 +164,7 @@ def countdown_reward(prompts: list[str], completions: list[str], target: list, n
     "1.0 where the completion is an expression over the given numbers (each at most once) equal to the target."
     _check_columns(completions, target=target, numbers=numbers)
     out = []
-    for c, t, nums in zip(completions, target, numbers):
+    for c, t, nums in zip(map(completion_text, completions), target, numbers):
         expr = c.split("\n")[0].strip() if isinstance(c, str) else ""
         value, used = safe_eval(expr)
         pool = list(nums); ok = value is not None and abs(value - t) < 1e-9
@@ -163,7 +176,7 @@ def countdown_reward(prompts: list[str], completions: list[str], target: list, n
 
 def countdown_format_reward(prompts: list[str], completions: list[str], **kwargs) -> list[float]:
     "1.0 where the completion is a well-formed `+-*/` integer expression (whatever its value), else 0.0."
-    return [float(isinstance(c, str) and safe_eval(c.strip())[0] is not None) for c in completions]
+    return [float(isinstance(c, str) and safe_eval(c.strip())[0] is not None) for c in map(completion_text, completions)]
 
 # %% ../nbs/02_tasks.ipynb #0909ddf6
 def make_recall(n_pairs: int = 24,  # key-value pairs per prompt (keys are distinct letters, so at most 52)
@@ -198,7 +211,7 @@ def recall_reward(prompts: list[str], completions: list[str], answer: list, **kw
     "1.0 where the completion starts with exactly the recalled digit string."
     _check_columns(completions, answer=answer)
     return [float(isinstance(c, str) and c.strip()[:len(a)] == a and (len(c.strip()) == len(a) or not c.strip()[len(a)].isdigit()))
-            for c, a in zip(completions, answer)]
+            for c, a in zip(map(completion_text, completions), answer)]
 
 # %% ../nbs/02_tasks.ipynb #548d12f4
 @dataclass
@@ -269,24 +282,30 @@ def split_leaks(task: str, train: Dataset, test: Dataset) -> list[int]:
 from .models import chat_prompts, stop_token_ids
 
 @torch.no_grad()
-def greedy_completions(model, tokenizer, prompts: list[str], max_new_tokens: int = 8, batch_size: int = 256,
+def greedy_completions(model, tokenizer, prompts: list,  # texts, or message lists (rendered by the chat template)
+                       max_new_tokens: int = 8, batch_size: int = 256,
                        chat_template: bool | None = None,  # wrap prompts in the tokenizer's chat template (None: when it has one; rlref.models.chat_prompts)
                        system_prompt: str | None = None,  # a system turn before every prompt (needs a template)
-                      ) -> list[str]:
+                       chat_template_kwargs: dict | None = None,  # extra arguments to apply_chat_template
+                       return_ids: bool = False,  # also return each completion's token ids, up to and including its stop token (no padding)
+                      ) -> list[str] | tuple[list[str], list[list[int]]]:
     "Greedy completions of `prompts` (decoded, special tokens removed), batched with left padding, ending at any of `stop_token_ids`."
-    texts, special = chat_prompts(tokenizer, prompts, chat_template, system_prompt)
-    max_len = getattr(model.config, "max_position_embeddings", None)
-    device, out = next(model.parameters()).device, []
+    texts, special = chat_prompts(tokenizer, prompts, chat_template, system_prompt, chat_template_kwargs)
+    max_len, stop_ids = getattr(model.config, "max_position_embeddings", None), stop_token_ids(model, tokenizer)
+    device, out, ids = next(model.parameters()).device, [], []
     was_training = model.training; model.eval()
     for i in range(0, len(prompts), batch_size):
         enc = tokenizer(texts[i:i + batch_size], padding=True, add_special_tokens=special, return_tensors="pt").to(device)
         if max_len is not None and enc["input_ids"].shape[1] + max_new_tokens > max_len:
             raise ValueError(f"prompt of {enc['input_ids'].shape[1]} tokens + {max_new_tokens} new tokens exceeds the model's context of {max_len}")
         gen = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id,
-                             eos_token_id=stop_token_ids(model, tokenizer))
+                             eos_token_id=stop_ids)
         out += tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+        for row in gen[:, enc["input_ids"].shape[1]:].tolist():            # the new tokens up to the first stop (then padding)
+            end = next((j + 1 for j, t in enumerate(row) if t in stop_ids), len(row))
+            ids.append(row[:end])
     model.train(was_training)
-    return out
+    return (out, ids) if return_ids else out
 
 def reward_values(vals, name: str,  # what a reward function returned, and its name
                   n: int) -> list:  # how many completions it scored
@@ -301,22 +320,25 @@ def reward_values(vals, name: str,  # what a reward function returned, and its n
 def exact_match(model, tokenizer, dataset, reward_fn: Callable = correctness_reward, max_new_tokens: int = 8,
                 batch_size: int = 256, limit: int | None = None,
                 chat_template: bool | None = None, system_prompt: str | None = None,  # how prompts are encoded (greedy_completions)
+                chat_template_kwargs: dict | None = None,
                ) -> float:
-    "Fraction of `dataset` rows whose greedy completion gets correctness reward 1."
+    "Fraction of `dataset` rows whose greedy completion gets correctness reward 1 (the reward called as TRL calls it: see trl_completions)."
     if "answer" not in dataset.column_names: raise ValueError(f"the dataset needs an 'answer' column; it has {dataset.column_names}")
     if limit is not None: dataset = dataset.select(range(min(limit, len(dataset))))
     if len(dataset) == 0: raise ValueError("exact_match needs at least one row: the dataset (after `limit`) is empty")
-    comps = greedy_completions(model, tokenizer, list(dataset["prompt"]), max_new_tokens, batch_size, chat_template, system_prompt)
+    prompts = list(dataset["prompt"])
+    comps, ids = greedy_completions(model, tokenizer, prompts, max_new_tokens, batch_size, chat_template, system_prompt, chat_template_kwargs, return_ids=True)
     cols = {c: list(dataset[c]) for c in dataset.column_names if c != "prompt"}
     name = getattr(reward_fn, "__name__", type(reward_fn).__name__)
-    rewards = reward_values(reward_fn(list(dataset["prompt"]), comps, **cols), name, len(comps))
+    kw = cols | dict(prompts=prompts, completions=trl_completions(prompts, comps), completion_ids=ids)
+    rewards = reward_values(reward_fn(**kw), name, len(comps))
     return sum(r >= 1.0 for r in rewards) / len(rewards)
 
 # %% ../nbs/02_tasks.ipynb #678e6ea3
 import importlib, os
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from datasets import DatasetDict, Value, load_dataset, load_from_disk
+from datasets import DatasetDict, LargeList, List, Value, load_dataset, load_from_disk
 
 # %% ../nbs/02_tasks.ipynb #1372be82
 _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
@@ -407,7 +429,7 @@ def answer_reward(prompts: list[str], completions: list[str], answer: list, **kw
     "1.0 where the completion's final answer (extract_answer) equals the reference's after normalize_answer, else 0.0."
     _check_columns(completions, answer=answer)
     out = []
-    for c, a in zip(completions, answer):
+    for c, a in zip(map(completion_text, completions), answer):
         ref = normalize_answer(extract_answer(str(a), last_number=False) or str(a))
         got = normalize_answer(extract_answer(c))
         out.append(float(got is not None and got == ref))
@@ -474,10 +496,10 @@ def _is_count(x) -> bool: return isinstance(x, numbers.Integral) and not isinsta
 
 # %% ../nbs/02_tasks.ipynb #b442084b
 def task_columns(data: Dataset,
-                 prompt_column: str = "prompt",  # the column of prompt texts (renamed to `prompt`)
+                 prompt_column: str = "prompt",  # the column of prompts (renamed to `prompt`): texts, or message lists (TRL's conversational format)
                  answer_column: str | None = None,  # the reference answers (renamed to `answer`); None: `answer` if there is one
                 ) -> Dataset:
-    "The rows with `prompt` (text) and, when there is one, `answer` (as text); every other column stays for the reward functions."
+    "The rows with `prompt` (text or messages) and, when there is one, `answer` (as text); every other column stays for the reward functions."
     cols = data.column_names
     for k, c in (("prompt_column", prompt_column), ("answer_column", answer_column)):
         if c is not None and c not in cols: raise ValueError(f"{k} {c!r} is not a column of the dataset; its columns are {cols}")
@@ -487,9 +509,11 @@ def task_columns(data: Dataset,
             if new in cols: raise ValueError(f"cannot rename column {c!r} to {new!r}: the dataset already has a {new!r} column; drop or rename it first")
             data = data.rename_column(c, new); cols = data.column_names
     text = lambda f: isinstance(f, Value) and f.dtype in ("string", "large_string")
-    if not text(data.features["prompt"]):
-        raise ValueError(f"the prompt column must hold text, but {prompt_column!r} holds {data.features['prompt']}; "
-                         "turn conversational prompts (lists of messages) into text first")
+    messages = lambda f: (isinstance(f, (List, LargeList)) and isinstance(f.feature, dict)
+                          and text(f.feature.get("role")) and text(f.feature.get("content")))   # [{"role": ..., "content": ...}, ...]
+    if not (text(data.features["prompt"]) or messages(data.features["prompt"])):
+        raise ValueError(f"the prompt column must hold text, or message lists with text 'role' and 'content' (TRL's conversational "
+                         f"format), but {prompt_column!r} holds {data.features['prompt']}")
     if answer_column is not None and isinstance(data.features["answer"], Value) and not text(data.features["answer"]):
         data = data.cast_column("answer", Value("string"))               # numbers as text, as SFT and the parsers expect
     return data

@@ -16,6 +16,7 @@ from tqdm import tqdm
 from .core import seed_everything, rng_state, set_rng_state, get_device, masked_mean, masked_normalize, JsonlLogger, read_jsonl, atomic_write
 from .core import check_json_size
 from .models import make_char_tokenizer, make_tiny_llama, load_policy, save_policy, sft_warm_start, add_lora, MODEL_PRESETS
+from .models import LORA_TARGETS, check_lora, check_chat_template_kwargs, is_conversational
 from .tasks import make_task, exact_match, TASKS
 from .rollout import Rollout, sample, completion_logprobs, batch_plan
 from .advantages import compute_advantages, gae_advantages, dynamic_sampling_filter
@@ -28,9 +29,10 @@ __all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'LARGE_VOCAB'
            'policy_gradient_loss', 'dpo_pairs', 'TrainConfig', 'recipe_config', 'Critic', 'TrainingStopped',
            'lr_lambda', 'Trainer', 'resolve_precision', 'BaseReference', 'frozen_reference', 'enable_checkpointing',
            'vocab_size', 'auto_memory', 'accuracy_interval', 'sampler_seed', 'data_parallel_accelerator',
-           'check_data_parallel', 'on_main', 'LearnerForward', 'soft_overlong_penalty', 'concat_rollouts',
-           'reward_func_metrics', 'stateful_hooks', 'state_sha256', 'read_manifest', 'find_checkpoint', 'check_resume',
-           'preflight_run', 'RunInterrupted', 'plot_report', 'emulate_data_parallel', 'TensorMemory']
+           'check_data_parallel', 'on_main', 'LearnerForward', 'soft_overlong_penalty', 'concat_rollouts', 'StepState',
+           'completion_id_lists', 'reward_func_metrics', 'stateful_hooks', 'state_sha256', 'read_manifest',
+           'find_checkpoint', 'check_resume', 'preflight_run', 'RunInterrupted', 'plot_report', 'emulate_data_parallel',
+           'TensorMemory']
 
 # %% ../nbs/07_trainer.ipynb #a1f0c002
 @dataclass
@@ -192,8 +194,12 @@ class TrainConfig:
     sft_target: float | None = 0.55      # stop SFT early once held-out exact match reaches this, in (0, 1] (None = run all sft_steps)
     sft_eval_every: int = 10             # SFT steps between the held-out checks of sft_target
     lora_r: int = 0                      # LoRA rank (0 = full fine-tuning)
-    chat_template: bool | None = None    # wrap prompts in the tokenizer's chat template (None = when the tokenizer has one; False = raw prompts)
+    lora_alpha: int | float = 16         # LoRA scale: the adapters' update is multiplied by lora_alpha / lora_r (peft's lora_alpha)
+    lora_dropout: float = 0.0            # dropout on the adapters' input, in [0, 1) (peft's lora_dropout)
+    lora_target_modules: list | str = field(default_factory=lambda: list(LORA_TARGETS))  # module names that get adapters, or "all-linear" (every linear layer but the output head)
+    chat_template: bool | None = None    # wrap prompts in the tokenizer's chat template (None = when the tokenizer has one; False = raw prompts); message-list prompts always use it
     system_prompt: str | None = None     # a system turn before every prompt (needs a chat template)
+    chat_template_kwargs: dict | None = None  # extra arguments to apply_chat_template, e.g. {"enable_thinking": false} (TRL's chat_template_kwargs)
     # -- algorithm
     algorithm: str = "grpo"              # a name in ALGORITHMS
     loss_type: str | None = None         # aggregation (rlref.losses.AGGREGATION_MODES); None = the algorithm's default_loss_type
@@ -258,6 +264,7 @@ class TrainConfig:
     progress: bool = True                # tqdm bar
 
     def __post_init__(self):
+        if self.lora_target_modules == ["all-linear"]: self.lora_target_modules = "all-linear"   # the command line's one-value list
         if self.loss_type is None and self.algorithm in ALGORITHMS: self.loss_type = ALGORITHMS[self.algorithm].default_loss_type
         self.validate()
 
@@ -300,6 +307,17 @@ class TrainConfig:
         need(self.chat_template is None or isinstance(self.chat_template, bool), "chat_template", "True, False or None (= when the tokenizer has one)")
         need(self.system_prompt is None or (isinstance(self.system_prompt, str) and self.chat_template is not False), "system_prompt",
              "a string used with a chat template (chat_template True or None), or None")
+        check_chat_template_kwargs(self.chat_template_kwargs)            # a dict of template variables, none that rlref sets itself
+        if self.chat_template_kwargs:
+            if self.chat_template is False: raise ValueError("chat_template_kwargs go to the chat template, but chat_template=False sends prompts raw")
+            check_json_size(self.chat_template_kwargs, "chat_template_kwargs")
+            try: json.dumps(self.chat_template_kwargs)
+            except (TypeError, ValueError): raise ValueError(f"chat_template_kwargs must be JSON-serialisable (config.json), got {self.chat_template_kwargs!r}") from None
+        if self.lora_r:
+            try: check_lora(self.lora_r, self.lora_alpha, self.lora_dropout, self.lora_target_modules)
+            except ValueError as e: raise ValueError(str(e).replace("LoRA rank r", "lora_r")) from None
+        elif unused := [k for k, v in dict(lora_alpha=16, lora_dropout=0.0, lora_target_modules=list(LORA_TARGETS)).items() if getattr(self, k) != v]:
+            raise ValueError(f"{unused[0]} is set, but lora_r = 0 means full fine-tuning without adapters: set lora_r > 0 (e.g. 8)")
         for k in ("steps", "sft_steps", "eval_every", "kl_every", "checkpoint_every", "lora_r", "warmup_steps", "top_k", "max_refill_rounds",
                   "overlong_buffer", "prompts_per_step", "samples_per_prompt", "num_iterations", "keep_checkpoints", "max_bad_steps",
                   "eval_limit", "sft_batch_size", "sft_eval_every", "max_len", "seed"):
@@ -608,6 +626,9 @@ def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False,  # continue the 
         policy, tok = load_policy(sft_dir, dtype=store)          # the warm start of the interrupted run, bit for bit
         sft_acc = json.loads((sft_dir / "sft.json").read_text())["sft_accuracy"]
     else:
+        if len(task.train) and is_conversational(task.train[0]["prompt"]):
+            raise ValueError("the task's prompts are message lists, which need a chat template; the fresh tiny model's character tokenizer "
+                             "has none and its SFT warm start trains on text: set model= to a checkpoint whose tokenizer has a chat template")
         tok = make_char_tokenizer()
         policy = make_tiny_llama(tok, cfg.size, max_len=cfg.max_len, seed=cfg.seed).to(get_device())
         if cfg.sft_steps:
@@ -619,7 +640,7 @@ def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False,  # continue the 
             if acc is not None: acc.wait_for_everyone()
             policy, tok = load_policy(sft_dir, dtype=store)      # resumed runs load this file: use it here too, so both see the same weights
     policy = policy.to(store)                       # a fresh model is built and warm-started in fp32
-    if cfg.lora_r: policy = add_lora(policy, r=cfg.lora_r)
+    if cfg.lora_r: policy = add_lora(policy, r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout, target_modules=cfg.lora_target_modules)
     trainer = cls(cfg, policy, tok, task, accelerator=acc)
     if sft_acc is None: sft_acc = trainer.evaluate()
     trainer.sft_accuracy = sft_acc
@@ -638,9 +659,11 @@ def evaluate(self: Trainer, per_prompt: bool = False,  # return which prompts we
     if n == 0: raise ValueError("evaluate needs at least one held-out prompt: the task's test split is empty")
     ds = self.task.test.select(self._eval_rows(n))                      # all n on one process; this rank's share on several
     with self.autocast():
-        comps = greedy_completions(self.policy, self.tok, list(ds["prompt"]), self.max_new_tokens, chat_template=self.cfg.chat_template,
-                                   system_prompt=self.cfg.system_prompt) if len(ds) else []
-    rewards = self.correctness(list(ds["prompt"]), comps, **{c: list(ds[c]) for c in ds.column_names if c != "prompt"}) if len(ds) else []
+        comps, ids = greedy_completions(self.policy, self.tok, list(ds["prompt"]), self.max_new_tokens, chat_template=self.cfg.chat_template,
+                                        system_prompt=self.cfg.system_prompt, chat_template_kwargs=self.cfg.chat_template_kwargs,
+                                        return_ids=True) if len(ds) else ([], [])
+    cols = {c: list(ds[c]) for c in ds.column_names if c != "prompt"}
+    rewards = self.correctness(**self.reward_kwargs(list(ds["prompt"]), comps, ids, cols)) if len(ds) else []
     hits = torch.tensor([r >= 1.0 for r in rewards], dtype=torch.bool)  # (N,) the same rule as rlref.tasks.exact_match
     if self.world_size > 1: hits = self._gather_hits(hits, n)           # (n,) every rank's hits, in order
     return hits if per_prompt else int(hits.sum()) / len(hits)
@@ -829,15 +852,16 @@ def rollout(self: Trainer) -> Rollout:
     with self.autocast():                      # the sampler runs at the learner's precision
         r = sample(self.policy, self.tok, list(rows["prompt"]), n=n, max_new_tokens=self.max_new_tokens, temperature=cfg.temperature,
                    top_k=cfg.top_k, top_p=cfg.top_p, kv_policy=self.kv_policy, generator=self.gens["sampler"], fused=cfg.fused,
-                   chat_template=cfg.chat_template, system_prompt=cfg.system_prompt)
+                   chat_template=cfg.chat_template, system_prompt=cfg.system_prompt, chat_template_kwargs=cfg.chat_template_kwargs)
     cols = {c: [v for v in rows[c] for _ in range(n)] for c in rows.column_names if c != "prompt"}
+    kw = self.reward_kwargs(r.prompts, r.completions, completion_id_lists(r), cols)   # what TRL passes a reward function
     if cfg.reward_funcs is not None:                                      # TRL-style: the weighted sum; extras["correct"] stays the task's correctness
-        rewards, correct, r.extras["reward_funcs"] = self.mixed_rewards(r.prompts, r.completions, cols)   # (B,), (B,), (B, K)
+        rewards, correct, r.extras["reward_funcs"] = self.mixed_rewards(kw["prompts"], kw["completions"], kw)   # (B,), (B,), (B, K)
     else:
-        correct = torch.tensor(self._task_rewards(self.task.reward_fn, r, cols), dtype=torch.float32)  # (B,) one call
+        correct = torch.tensor(self._task_rewards(self.task.reward_fn, kw), dtype=torch.float32)  # (B,) one call
         rewards = correct.clone()
         if cfg.format_weight:
-            fmt = self._task_rewards(self.task.format_reward_fn, r, cols)
+            fmt = self._task_rewards(self.task.format_reward_fn, kw)
             rewards = rewards + cfg.format_weight * torch.tensor(fmt)
     if cfg.overlong_buffer:
         r.extras["overlong_penalty"] = soft_overlong_penalty(r.lengths, self.max_new_tokens, cfg.overlong_buffer).to(self.device)
@@ -846,10 +870,10 @@ def rollout(self: Trainer) -> Rollout:
     return r
 
 @patch
-def _task_rewards(self: Trainer, fn, r: Rollout, cols: dict) -> list:
-    "One of the task's reward functions on a rollout's completions, its return checked (one reward per completion)."
+def _task_rewards(self: Trainer, fn, kw: dict) -> list:
+    "One of the task's reward functions on a rollout's completions (`kw`: reward_kwargs), its return checked (one reward per completion)."
     name = getattr(fn, "__name__", type(fn).__name__)
-    return reward_values(fn(r.prompts, r.completions, **cols), name, len(r.completions))
+    return reward_values(fn(**kw), name, len(kw["completions"]))
 
 def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
     "The rows of several rollouts as one: prompts re-left-padded and completions re-right-padded to the widest, groups renumbered."
@@ -875,6 +899,38 @@ def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
                    truncated=cat("truncated"), prompts=[s for p in parts for s in p.prompts], completions=[s for p in parts for s in p.completions],
                    rewards=cat("rewards") if all(p.rewards is not None for p in parts) else None, extras=extras)
 
+# %% ../nbs/07_trainer.ipynb #a278d46d
+from .tasks import trl_completions
+
+@dataclass
+class StepState:
+    "The fields of transformers' TrainerState that reward functions read, for TRL's `trainer_state` keyword."
+    global_step: int = 0                 # RL steps done before this rollout
+    max_steps: int = 0                   # the run's steps (cfg.steps)
+    epoch: float = 0.0                   # prompts drawn so far / training prompts
+    log_history: list = field(default_factory=list)  # the metrics of the steps done (Trainer.history)
+    is_local_process_zero: bool = True
+    is_world_process_zero: bool = True
+
+@patch(as_prop=True)
+def trainer_state(self: Trainer) -> StepState:
+    "Where the run stands, as TRL hands it to reward functions (`trainer_state`)."
+    acc = self.accelerator
+    return StepState(global_step=self.step, max_steps=self.cfg.steps, epoch=self.step * self.cfg.prompts_per_step / max(len(self.task.train), 1),
+                     log_history=getattr(self, "history", []), is_local_process_zero=acc is None or acc.is_local_main_process,
+                     is_world_process_zero=self.rank == 0)
+
+def completion_id_lists(r: Rollout) -> list[list[int]]:
+    "Each row's sampled ids up to and including its stop token, without padding (TRL's `completion_ids`)."
+    return [row[:n].tolist() for row, n in zip(r.completion_ids.cpu(), r.lengths.cpu().tolist())]
+
+@patch
+def reward_kwargs(self: Trainer, prompts: list, completions: list[str],  # one per row; prompts as texts or message lists
+                  completion_ids: list[list[int]], columns: dict) -> dict:  # the rows' unpadded ids; the dataset's other columns, one value per row
+    "The keyword arguments TRL's GRPOTrainer gives a reward function: the columns, then prompts, completions, completion_ids and trainer_state over them."
+    return columns | dict(prompts=prompts, completions=trl_completions(prompts, completions), completion_ids=completion_ids,
+                          trainer_state=self.trainer_state)
+
 # %% ../nbs/07_trainer.ipynb #90a9e761
 from .tasks import combine_rewards, RewardMix, reward_values
 
@@ -891,17 +947,20 @@ def correctness(self: Trainer, prompts: list[str], completions: list[str], **col
     fn = self.task.reward_fn
     if fn is not None:
         name = getattr(fn, "__name__", type(fn).__name__)
-        return reward_values(fn(prompts, completions, **columns), name, len(completions))
+        return reward_values(fn(prompts=prompts, completions=completions, **columns), name, len(completions))
     if self.reward_mix is None: raise ValueError(f"task {self.task.name!r} has no correctness reward (no answer column): set reward_funcs")
     return self.reward_mix(prompts, completions, **columns)
 
 @patch
-def mixed_rewards(self: Trainer, prompts: list[str], completions: list[str], columns: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def mixed_rewards(self: Trainer, prompts: list, completions: list,
+                  columns: dict,  # the other keyword arguments (reward_kwargs; a `prompts` or `completions` entry there is ignored)
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     "With cfg.reward_funcs: the weighted sum (B,), the correctness (B,) and each function's rewards (B, K), on the trainer's device."
     mix, fn = self.reward_mix, self.task.reward_fn
+    columns = {k: v for k, v in columns.items() if k not in ("prompts", "completions")}
     total, cols = mix.score(prompts, completions, **columns)
     same = [n for n, f in zip(mix.names, mix.funcs) if f is fn]            # the task's correctness is one of them: no second call
-    correct = total if fn is None else cols[same[0]] if same else fn(prompts, completions, **columns)
+    correct = total if fn is None else cols[same[0]] if same else fn(prompts=prompts, completions=completions, **columns)
     per_fn = torch.tensor([cols[n] for n in mix.names], dtype=torch.float32).T   # (B, K)
     return (torch.tensor(total, dtype=torch.float32).to(self.device), torch.tensor(correct, dtype=torch.float32).to(self.device),
             per_fn.to(self.device))

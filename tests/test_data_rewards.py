@@ -63,8 +63,12 @@ def test_dataset_task_errors_name_what_is_missing(tmp_path):
         make_task("dataset", path=ds, prompt_column="question", test_size=1.5)
     with pytest.raises(ValueError, match="unknown argument"):
         make_task("dataset", path=ds, prompt_col="question")
-    with pytest.raises(ValueError, match="prompt column must hold text"):
-        make_task("dataset", path=Dataset.from_list([dict(prompt=[dict(role="user", content="hi")])] * 4), test_size=1)
+    with pytest.raises(ValueError, match="prompt column must hold text, or message lists"):
+        make_task("dataset", path=Dataset.from_list([dict(prompt=3)] * 4), test_size=1)
+    with pytest.raises(ValueError, match="prompt column must hold text, or message lists"):   # messages without a content field
+        make_task("dataset", path=Dataset.from_list([dict(prompt=[dict(role="user", text="hi")])] * 4), test_size=1)
+    conv = make_task("dataset", path=Dataset.from_list([dict(prompt=[dict(role="user", content="hi")])] * 4), test_size=1)
+    assert conv.train[0]["prompt"] == [dict(role="user", content="hi")]    # TRL's conversational prompts are accepted as they are
 
 def test_answer_extraction():
     assert [extract_answer(t) for t in [r"\boxed{1} then \boxed{\frac{1}{2}}", "So... The answer is 1,234.", "#### 72", "45 or 46"]] == \
