@@ -41,6 +41,17 @@ def test_tests_and_experiments_never_import_each_other():
         assert not imps & test_modules, f"{e.relative_to(ROOT)} imports a test module: {imps & test_modules}"
         assert not {i for i in imps if i.startswith("path:") and "tests" in i}, f"{e.relative_to(ROOT)} puts tests/ on sys.path"
 
+def test_tests_and_tools_never_touch_each_others_path():
+    "Tests import a tool as `tools.NAME` (the root is on pytest's path), never by putting tools/ on sys.path; no tool imports a test."
+    test_modules = {p.stem for p in (ROOT / "tests").glob("*.py")} | {"tests", "conftest"}
+    for t in (ROOT / "tests").glob("*.py"):
+        if t.name == Path(__file__).name: continue
+        assert not {i for i in _imports(t) if i.startswith("path:") and "tools" in i}, f"{t.name} puts tools/ on sys.path"
+    for f in (ROOT / "tools").glob("*.py"):
+        imps = _imports(f)
+        assert not imps & test_modules, f"tools/{f.name} imports a test module: {imps & test_modules}"
+        assert not {i for i in imps if i.startswith("path:") and "tests" in i}, f"tools/{f.name} puts tests/ on sys.path"
+
 def test_the_checker_sees_an_import():
     "The check above can fail: a file that loads an experiment script is caught."
     probe = ROOT / "tests" / "_probe_layout.py"
