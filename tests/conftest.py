@@ -4,7 +4,8 @@ import copy, json
 from pathlib import Path
 import pytest
 
-TINY_CONFIGS = Path(__file__).resolve().parent / "tiny_configs.json"  # each file's tiny config, shared with the seed sweeps behind its margins
+# each file's tiny config, shared with the seed sweeps behind its margins
+TINY_CONFIGS = Path(__file__).resolve().parent / "tiny_configs.json"
 
 
 @pytest.fixture(scope="session")
@@ -17,7 +18,8 @@ def tiny_configs() -> dict:
 def tiny_config(tiny_configs):
     "tiny_config('test_cli') -> a fresh copy of that file's tiny config (TrainConfig fields)."
     def get(name: str) -> dict:
-        if name not in tiny_configs: raise KeyError(f"no tiny config {name!r} in {TINY_CONFIGS.name}; there are {sorted(tiny_configs)}")
+        if name not in tiny_configs:
+            raise KeyError(f"no tiny config {name!r} in {TINY_CONFIGS.name}; there are {sorted(tiny_configs)}")
         return copy.deepcopy(tiny_configs[name])
     return get
 
@@ -33,7 +35,8 @@ def rlref_cmd(capsys):
     "rlref_cmd(argv) runs `rlref ARGV` in this process: (exit status, stdout, stderr)."
     from rlref.cli import main
     def run(argv: list[str]) -> tuple[int, str, str]:
-        try: main(argv); code = 0
+        code = 0
+        try: main(argv)
         except SystemExit as e: code = e.code
         out, err = capsys.readouterr()
         return code, out, err

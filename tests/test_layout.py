@@ -42,15 +42,17 @@ def test_tests_and_experiments_never_import_each_other():
         assert not {i for i in imps if i.startswith("path:") and "tests" in i}, f"{e.relative_to(ROOT)} puts tests/ on sys.path"
 
 def test_tests_and_tools_never_touch_each_others_path():
-    "Tests import a tool as `tools.NAME` (the root is on pytest's path), never by putting tools/ on sys.path; no tool imports a test."
+    "A test imports a tool as `tools.NAME` (the root is on pytest's path), not via sys.path; no tool imports a test."
     test_modules = {p.stem for p in (ROOT / "tests").glob("*.py")} | {"tests", "conftest"}
     for t in (ROOT / "tests").glob("*.py"):
         if t.name == Path(__file__).name: continue
-        assert not {i for i in _imports(t) if i.startswith("path:") and "tools" in i}, f"{t.name} puts tools/ on sys.path"
+        bad = {i for i in _imports(t) if i.startswith("path:") and "tools" in i}
+        assert not bad, f"{t.name} puts tools/ on sys.path ({bad}); import it as tools.NAME"
     for f in (ROOT / "tools").glob("*.py"):
         imps = _imports(f)
         assert not imps & test_modules, f"tools/{f.name} imports a test module: {imps & test_modules}"
-        assert not {i for i in imps if i.startswith("path:") and "tests" in i}, f"tools/{f.name} puts tests/ on sys.path"
+        bad = {i for i in imps if i.startswith("path:") and "tests" in i}
+        assert not bad, f"tools/{f.name} puts tests/ on sys.path"
 
 def test_the_checker_sees_an_import():
     "The check above can fail: a file that loads an experiment script is caught."

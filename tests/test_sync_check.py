@@ -9,7 +9,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def _copy_project(dst: Path) -> Path:
     for name in ("settings.ini", "setup.py", "README.md"): shutil.copy(ROOT / name, dst / name)
     shutil.copytree(ROOT / "nbs", dst / "nbs", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "_artifacts"))
-    shutil.copytree(ROOT / "rlref", dst / "rlref", ignore=shutil.ignore_patterns("__pycache__", "warm_starts"))  # data: not compared
+    # the warm starts are data: not exported, not compared
+    shutil.copytree(ROOT / "rlref", dst / "rlref", ignore=shutil.ignore_patterns("__pycache__", "warm_starts"))
     return dst
 
 

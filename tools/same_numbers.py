@@ -8,10 +8,11 @@ temporary run directory on the CPU with one thread, and hash each run's metrics.
 
 The runs: the default recipe and every `arith-*` recipe for 3 steps (each with its full SFT warm start), the testbed
 recipe seed 0 for 20 steps, and each `arith-*` recipe again from the testbed's shipped warm start (`QUICK`: no SFT,
-rewards near 50%): the same algorithm code at a fraction of the cost, which is what the test runs with the testbed. The hash is SHA-256 of the records with
-the wall-clock fields dropped, each record re-serialised with sorted keys (key order is not a number; every float
-round-trips exactly through Python's json), one line each. Bitwise float results differ across torch builds and
-thread counts, so the file records the torch version and threads, and a comparison on another torch is refused."""
+rewards near 50%): the same algorithm code at a fraction of the cost, which is what the test runs with the testbed.
+The hash is SHA-256 of the records with the wall-clock fields dropped, each record re-serialised with sorted keys
+(key order is not a number; every float round-trips exactly through Python's json), one line each. Bitwise float
+results differ across torch builds and thread counts, so the file records the torch version and threads, and a
+comparison on another torch is refused."""
 import argparse, hashlib, json, os, platform, subprocess, sys, tempfile, time
 from pathlib import Path
 
@@ -20,7 +21,8 @@ RECORD = ROOT / "tests" / "same_numbers.json"
 TIME_KEYS = {"seconds"}  # the only field that differs between two identical runs (found by running twice and diffing)
 KEY_METRICS = ("reward_mean", "accuracy", "loss", "grad_norm", "entropy", "eval_accuracy")
 # the cheap variant: the recipe's algorithm settings from the testbed's shipped warm start (no SFT; rewards near 50%)
-QUICK = ["--warm-start", "arith2", "--task-kwargs", '{"n_digits": 2, "n_train": 5000, "n_test": 1000}', "--eval-limit", "100"]
+QUICK = ["--warm-start", "arith2", "--task-kwargs", '{"n_digits": 2, "n_train": 5000, "n_test": 1000}',
+         "--eval-limit", "100"]
 DEFAULT_RECIPE = "arith-grpo"  # rlref.cli.TRAIN_DEFAULTS["recipe"]; checked when recording
 
 
@@ -38,7 +40,9 @@ def all_runs(names: list[str]) -> list[dict]:
             for r in arith]
     runs.append(dict(recipe="testbed", steps=20, seed=0, flags=[], sets=["full", "test"]))
     runs += [dict(recipe=r, steps=3, seed=0, flags=QUICK, sets=["quick", "test"]) for r in arith]
-    for r in runs: r["name"] = " ".join([r["recipe"], f"steps={r['steps']}", f"seed={r['seed']}"] + (["from-warm-start"] if r["flags"] else []))
+    for r in runs:
+        tail = ["from-warm-start"] if r["flags"] else []
+        r["name"] = " ".join([r["recipe"], f"steps={r['steps']}", f"seed={r['seed']}", *tail])
     return runs
 
 
@@ -53,11 +57,12 @@ def digest(records: list[dict]) -> str:
 
 def environment() -> dict:
     import torch
-    return dict(torch=torch.__version__, threads=1, python=platform.python_version(), machine=platform.machine(), device="cpu")
+    return dict(torch=torch.__version__, threads=1, python=platform.python_version(), machine=platform.machine(),
+                device="cpu")
 
 
 def run_one(run: dict, work: Path) -> list[dict]:
-    "Train `run` in a fresh directory under `work` through the CLI; its metrics.jsonl records without wall-clock fields."
+    "Train `run` in a fresh directory under `work` through the CLI: its metrics.jsonl records, no wall-clock fields."
     out = work / run["name"].replace(" ", "_").replace("=", "")
     env = os.environ | dict(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", RLREF_DEVICE="cpu", CUDA_VISIBLE_DEVICES="",
                             PYTHONHASHSEED="0", PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -65,7 +70,9 @@ def run_one(run: dict, work: Path) -> list[dict]:
            "train", "--recipe", run["recipe"], "--steps", str(run["steps"]), "--seed", str(run["seed"]),
            "--out", str(out), "--quiet", *run["flags"]]
     r = subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True)
-    if r.returncode: raise RuntimeError(f"{run['name']}: `rlref train` exited {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
+    if r.returncode:
+        raise RuntimeError(f"{run['name']}: `rlref train` exited {r.returncode}\n{r.stdout[-2000:]}\n"
+                           f"{r.stderr[-4000:]}")
     return [strip(json.loads(line)) for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
@@ -82,8 +89,8 @@ def first_difference(old: list[dict], new: list[dict]) -> str:
     "Where two runs' records first differ, in words."
     for i, (a, b) in enumerate(zip(old, new)):
         for k in sorted(set(a) | set(b)):
-            if a.get(k, "<absent>") != b.get(k, "<absent>"):
-                return f"first difference at step {a.get('step', i + 1)}, {k}: recorded {a.get(k, '<absent>')!r}, now {b.get(k, '<absent>')!r}"
+            was, now = a.get(k, "<absent>"), b.get(k, "<absent>")
+            if was != now: return f"first difference at step {a.get('step', i + 1)}, {k}: recorded {was!r}, now {now!r}"
     if len(old) != len(new): return f"recorded {len(old)} records, now {len(new)}"
     return "the records are equal but the hash differs (the hashing changed)"
 
@@ -117,8 +124,8 @@ def main(argv=None) -> int:
     else:
         rec = load()
         if rec["environment"]["torch"] != env["torch"]:
-            print(f"recorded with torch {rec['environment']['torch']}, this is torch {env['torch']}: bitwise results differ "
-                  "across builds, so there is nothing to compare (record anew with --write on the old code)")
+            print(f"recorded with torch {rec['environment']['torch']}, this is torch {env['torch']}: bitwise results "
+                  "differ across builds, so there is nothing to compare (record anew with --write on the old code)")
             return 2
         runs = select(rec["runs"], a.set, a.only)
         old = {r["name"]: r for r in rec["runs"]}
@@ -128,7 +135,8 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             m = measure(run, Path(work))
             diff = compare(old[run["name"]], m) if run["name"] in old else "(new)"
-            print(f"{run['name']:50s} {m['hash'][:16]}  {time.perf_counter() - t0:6.1f} s  {diff or 'same'}", flush=True)
+            took = time.perf_counter() - t0
+            print(f"{run['name']:50s} {m['hash'][:16]}  {took:6.1f} s  {diff or 'same'}", flush=True)
             if diff and not a.write: bad.append(diff)
             results.append(m)
     if a.write:
