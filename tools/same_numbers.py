@@ -88,7 +88,7 @@ def measure(run: dict, work: Path) -> dict:
 def first_difference(old: list[dict], new: list[dict]) -> str:
     "Where two runs' records first differ, in words."
     for i, (a, b) in enumerate(zip(old, new)):
-        for k in sorted(set(a) | set(b)):
+        for k in [*a, *(k for k in b if k not in a)]:       # in the order the trainer logs them
             was, now = a.get(k, "<absent>"), b.get(k, "<absent>")
             if was != now: return f"first difference at step {a.get('step', i + 1)}, {k}: recorded {was!r}, now {now!r}"
     if len(old) != len(new): return f"recorded {len(old)} records, now {len(new)}"
