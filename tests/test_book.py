@@ -6,8 +6,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import book  # noqa: E402
+from tools import book  # the repository root is on the path (pyproject.toml: pythonpath)
 
 def _nb(*cells):
     return {"cells": [dict(cell_type=t, id=f"c{i}", metadata={}, source=s, **({"outputs": [], "execution_count": None} if t == "code" else {}))

@@ -14,13 +14,6 @@ CLI = [sys.executable, "-c", "import sys, rlref.trainer as t; t.RECIPES['tiny'] 
 @pytest.fixture(autouse=True)
 def tiny_recipe(monkeypatch): monkeypatch.setitem(rlref.trainer.RECIPES, "tiny", TINY)
 
-def rlref_cmd(argv, capsys):
-    "Run `rlref ARGV` in this process: (exit status, stdout, stderr)."
-    try: main(argv); code = 0
-    except SystemExit as e: code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
 def snapshot(d: Path) -> dict:
     return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file() and p.name != ".lock"}
 
@@ -61,16 +54,16 @@ def done(finished_run, tmp_path):
     (["train", "--resume", "--out", "{tmp}/nope"], "nothing to resume: run directory {tmp}/nope does not exist"),
     (["train", "--resume", "--out", "{tmp}"], "nothing to resume in {tmp}: it has no config.json"),
 ])
-def test_a_bad_argument_is_one_line_and_exit_2(tmp_path, capsys, argv, msg):
+def test_a_bad_argument_is_one_line_and_exit_2(tmp_path, argv, msg, rlref_cmd):
     argv = [a.format(tmp=tmp_path) for a in argv]
-    code, out, err = rlref_cmd(argv + (["--quiet"] if argv[0] in ("sft", "train") else []), capsys)
+    code, out, err = rlref_cmd(argv + (["--quiet"] if argv[0] in ("sft", "train") else []))
     assert code == 2 and err.startswith(f"rlref {argv[0]}: error: {msg.format(tmp=tmp_path)}") and err.count("\n") == 1, err
     assert sorted(p.name for p in tmp_path.iterdir()) == []          # nothing was created
 
 @pytest.mark.parametrize("cmd", [["sft"], ["train", "--recipe", "tiny"]])
-def test_out_an_existing_file_fails_at_once_and_keeps_it(tmp_path, capsys, cmd):
+def test_out_an_existing_file_fails_at_once_and_keeps_it(tmp_path, cmd, rlref_cmd):
     f = tmp_path / "notes.txt"; f.write_text("precious")
-    code, _, err = rlref_cmd(cmd + ["--out", str(f), "--quiet"], capsys)
+    code, _, err = rlref_cmd(cmd + ["--out", str(f), "--quiet"])
     assert code == 2 and err == f"rlref {cmd[0]}: error: run directory {f} exists and is not a directory\n"
     assert f.read_text() == "precious"
 
@@ -83,53 +76,53 @@ def test_out_an_existing_file_fails_at_once_and_keeps_it(tmp_path, capsys, cmd):
     (["sft", "--steps", "5"], "is not empty (.*); choose another --out, or replace it with --overwrite"),
     (["train", "--recipe", "tiny", "--steps", "4", "--overwrite", "--seed", str(2**31)], "seed must be in"),
 ])
-def test_a_failing_command_leaves_a_finished_run_byte_identical(done, capsys, argv, msg):
+def test_a_failing_command_leaves_a_finished_run_byte_identical(done, argv, msg, rlref_cmd):
     import re
     before = snapshot(done)
-    code, out, err = rlref_cmd(argv + ["--out", str(done), "--quiet"], capsys)
+    code, out, err = rlref_cmd(argv + ["--out", str(done), "--quiet"])
     assert code == 2 and re.fullmatch(rf"rlref {argv[0]}: error: .*{msg}.*\n", err), err
     assert snapshot(done) == before
 
-def test_resume_of_a_finished_run_says_so_and_changes_nothing(done, capsys):
+def test_resume_of_a_finished_run_says_so_and_changes_nothing(done, rlref_cmd):
     before = snapshot(done)
-    code, out, err = rlref_cmd(["train", "--recipe", "tiny", "--steps", "4", "--resume", "--out", str(done), "--quiet"], capsys)
+    code, out, err = rlref_cmd(["train", "--recipe", "tiny", "--steps", "4", "--resume", "--out", str(done), "--quiet"])
     assert code == 0 and out.startswith(f"{done} already finished its 4 steps; nothing to do (extend it with --resume --steps N)\n")
     assert snapshot(done) == before
 
-def test_overwrite_replaces_a_finished_run(done, capsys):
-    code, out, err = rlref_cmd(["train", "--recipe", "tiny", "--steps", "2", "--overwrite", "--out", str(done), "--quiet"], capsys)
+def test_overwrite_replaces_a_finished_run(done, rlref_cmd):
+    code, out, err = rlref_cmd(["train", "--recipe", "tiny", "--steps", "2", "--overwrite", "--out", str(done), "--quiet"])
     assert code == 0 and json.loads((done / "summary.json").read_text())["steps"] == 2
     assert sorted(p.name for p in (done / "checkpoints").glob("step_??????.json")) == ["step_000002.json"]
 
-def test_steps_0_prints_a_summary_without_final_accuracy(tmp_path, capsys):
-    code, out, err = rlref_cmd(["train", "--recipe", "tiny", "--steps", "0", "--out", str(tmp_path / "r"), "--quiet"], capsys)
+def test_steps_0_prints_a_summary_without_final_accuracy(tmp_path, rlref_cmd):
+    code, out, err = rlref_cmd(["train", "--recipe", "tiny", "--steps", "0", "--out", str(tmp_path / "r"), "--quiet"])
     assert code == 0 and "at the warm start -> n/a after grpo (0 steps" in out
 
-def test_a_damaged_sft_model_on_resume_is_one_line_naming_it(done, capsys):
+def test_a_damaged_sft_model_on_resume_is_one_line_naming_it(done, rlref_cmd):
     m = done / "sft" / "model.safetensors"; m.write_bytes(m.read_bytes()[:50])
     before = snapshot(done)
-    code, _, err = rlref_cmd(["train", "--recipe", "tiny", "--steps", "6", "--resume", "--out", str(done), "--quiet"], capsys)
+    code, _, err = rlref_cmd(["train", "--recipe", "tiny", "--steps", "6", "--resume", "--out", str(done), "--quiet"])
     assert code == 2 and err.startswith(f"rlref train: error: cannot resume: the SFT warm start {m} is damaged (") and err.count("\n") == 1
     assert snapshot(done) == before
 
-def test_damaged_manifests_on_resume_are_skipped_then_one_line(done, capsys):
+def test_damaged_manifests_on_resume_are_skipped_then_one_line(done, rlref_cmd):
     d = done / "checkpoints"
     for i, man in enumerate(sorted(d.glob("step_*.json"))): man.write_bytes([b"\xff\xfe", b"[]"][i % 2])
     before = snapshot(done)
-    code, _, err = rlref_cmd(["train", "--recipe", "tiny", "--steps", "6", "--resume", "--out", str(done), "--quiet"], capsys)
+    code, _, err = rlref_cmd(["train", "--recipe", "tiny", "--steps", "6", "--resume", "--out", str(done), "--quiet"])
     assert code == 2 and err.splitlines()[-1] == f"rlref train: error: no complete checkpoint to resume from in {d}"
     assert snapshot(done) == before
 
-def test_sft_refuses_a_non_empty_out_and_overwrite_replaces_an_earlier_run(tmp_path, capsys):
+def test_sft_refuses_a_non_empty_out_and_overwrite_replaces_an_earlier_run(tmp_path, rlref_cmd):
     out = tmp_path / "sft"
-    code, _, _ = rlref_cmd(["sft", "--steps", "1", "--batch-size", "8", "--out", str(out), "--quiet"], capsys)
+    code, _, _ = rlref_cmd(["sft", "--steps", "1", "--batch-size", "8", "--out", str(out), "--quiet"])
     assert code == 0
     old = (out / "metrics.jsonl").read_bytes()
-    code, _, err = rlref_cmd(["sft", "--steps", "2", "--out", str(out), "--quiet"], capsys)
+    code, _, err = rlref_cmd(["sft", "--steps", "2", "--out", str(out), "--quiet"])
     assert code == 2 and err == (f"rlref sft: error: run directory {out} is not empty (metrics.jsonl, model, summary.json); "
                                  "choose another --out, or replace it with --overwrite\n")
     assert (out / "metrics.jsonl").read_bytes() == old
-    code, out_, _ = rlref_cmd(["sft", "--steps", "2", "--batch-size", "8", "--out", str(out), "--overwrite", "--quiet"], capsys)
+    code, out_, _ = rlref_cmd(["sft", "--steps", "2", "--batch-size", "8", "--out", str(out), "--overwrite", "--quiet"])
     assert code == 0 and json.loads((out / "summary.json").read_text())["steps"] == 2 and (out / "model" / "model.safetensors").is_file()
 
 # ---------------------------------------------------------------- real processes: the lock, Ctrl-C, python -m rlref.cli
@@ -174,12 +167,12 @@ def test_python_m_rlref_cli_runs_the_command(tmp_path):
     r = subprocess.run([sys.executable, "-m", "rlref.cli", "sft", "--batch-size", "0"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and r.stderr == "rlref sft: error: batch_size must be >= 1, got 0\n"
 
-def test_a_run_that_cannot_go_on_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
+def test_a_run_that_cannot_go_on_is_one_line_and_exit_1(tmp_path, monkeypatch, rlref_cmd):
     "An untrained model scores 0 on every sample, so DAPO's dynamic sampling has nothing to train on: one line, exit 1, no traceback."
     monkeypatch.setitem(rlref.trainer.RECIPES, "flat", TINY | dict(dynamic_sampling=True, max_refill_rounds=1, format_weight=0.0))
     # seed sweep (experiments/92_cli/seed_sweep_test_cli.py, seeds 0-7): step 1 stopped on every seed, and no untrained model wrote a right
     # answer in any of 20 further rollouts (0 of 2,816 samples in all), so the check does not depend on a lucky draw
-    code, _, err = rlref_cmd(["train", "--recipe", "flat", "--steps", "2", "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    code, _, err = rlref_cmd(["train", "--recipe", "flat", "--steps", "2", "--out", str(tmp_path / "run"), "--quiet"])
     assert code == 1 and err.startswith("rlref train: stopped: dynamic sampling: all 8 groups of step 1 had equal rewards") and err.count("\n") == 1, err
 
 # ---------------------------------------------------------------- the whole TrainConfig: flags, --config files, --print-config
@@ -210,32 +203,32 @@ def test_every_trainconfig_field_is_a_flag_in_both_spellings(capsys):
                 got = flag_values(parser.parse_args([flag, as_text(f["default"])]), fs)
                 assert got == {name: f["default"]} and type(got[name]) is type(f["default"]), (flag, got)
 
-def print_config(argv, capsys, fmt="yaml"):
-    code, out, err = rlref_cmd(argv + ["--print-config", fmt], capsys)
+def print_config(rlref_cmd, argv, fmt="yaml"):
+    code, out, err = rlref_cmd(argv + ["--print-config", fmt])
     assert code == 0, err
     return yaml.safe_load(out) if fmt == "yaml" else json.loads(out)
 
-def test_recipe_then_config_file_then_flags(tmp_path, capsys):
+def test_recipe_then_config_file_then_flags(tmp_path, rlref_cmd):
     f = tmp_path / "run.yaml"
     f.write_text("recipe: arith-ppo\nnum_iterations: 3\nlr: 2e-4\nsteps: 7\ntask-kwargs: {n_train: 300}\n")
     base = ["train", "--config", str(f), "--out", str(tmp_path / "r")]
-    d = print_config(base, capsys)
+    d = print_config(rlref_cmd, base)
     assert (d["recipe"], d["algorithm"], d["minibatch_size"]) == ("arith-ppo", "ppo", 128)        # from the recipe
     assert (d["num_iterations"], d["lr"], d["steps"], d["task_kwargs"]) == (3, 2e-4, 7, {"n_train": 300})   # the file overrides the recipe
-    d = print_config(base + ["--lr", "3e-4", "--steps", "2", "--recipe", "arith-grpo"], capsys)
+    d = print_config(rlref_cmd, base + ["--lr", "3e-4", "--steps", "2", "--recipe", "arith-grpo"])
     assert (d["recipe"], d["algorithm"], d["minibatch_size"], d["num_iterations"], d["lr"], d["steps"]) == ("arith-grpo", "grpo", None, 3, 3e-4, 2)
     assert not (tmp_path / "r").exists()                                                      # printing writes nothing
 
-def test_print_config_is_the_config_a_run_uses(finished_run, tmp_path, capsys):
+def test_print_config_is_the_config_a_run_uses(finished_run, tmp_path, rlref_cmd):
     "The printed config builds an equal TrainConfig, equals the config.json of the same command's run, and reads back as --config unchanged."
     argv = ["train", "--recipe", "tiny", "--steps", "4", "--out", str(finished_run), "--quiet"]
-    d = print_config(argv, capsys)
+    d = print_config(rlref_cmd, argv)
     fields_ = {k: v for k, v in d.items() if k != "recipe"}
     assert TrainConfig(**fields_) == recipe_config("tiny", **fields_) == recipe_config("tiny", steps=4, out=str(finished_run), progress=False)
     assert fields_ == json.loads((finished_run / "config.json").read_text())
-    assert print_config(argv, capsys, "json") == d
+    assert print_config(rlref_cmd, argv, "json") == d
     (tmp_path / "printed.yaml").write_text(yaml.safe_dump(d))
-    assert print_config(["train", "--config", str(tmp_path / "printed.yaml")], capsys) == d
+    assert print_config(rlref_cmd, ["train", "--config", str(tmp_path / "printed.yaml")]) == d
 
 @dataclass
 class Toy:
@@ -293,9 +286,9 @@ def test_bad_toy_values_name_the_field(argv, msg, capsys):
     (["--config", "{tmp}/none.yaml"], "config file {tmp}/none.yaml does not exist"),
     (["--print-config", "xml"], "argument --print-config: invalid choice: 'xml'"),
 ])
-def test_a_bad_flag_value_is_one_line_naming_the_field(tmp_path, capsys, argv, msg):
+def test_a_bad_flag_value_is_one_line_naming_the_field(tmp_path, argv, msg, rlref_cmd):
     argv = ["train"] + [a.replace("{tmp}", str(tmp_path)) for a in argv] + ["--out", str(tmp_path / "r"), "--quiet"]
-    code, out, err = rlref_cmd(argv, capsys)
+    code, out, err = rlref_cmd(argv)
     assert code == 2 and err.startswith("rlref train: error: ") and msg.replace("{tmp}", str(tmp_path)) in err and err.count("\n") == 1, err
     assert not (tmp_path / "r").exists()
 
@@ -311,18 +304,18 @@ def test_a_bad_flag_value_is_one_line_naming_the_field(tmp_path, capsys, argv, m
     ("- lr\n", "must be a mapping of TrainConfig fields, got a list"),
     ("eps_low: -1\n", "eps_low must be > 0 and finite, got -1.0"),
 ])
-def test_a_bad_config_file_is_one_line_naming_the_key(tmp_path, capsys, text, msg):
+def test_a_bad_config_file_is_one_line_naming_the_key(tmp_path, text, msg, rlref_cmd):
     f = tmp_path / "run.yaml"; f.write_text(text)
-    code, out, err = rlref_cmd(["train", "--config", str(f), "--out", str(tmp_path / "r"), "--quiet"], capsys)
+    code, out, err = rlref_cmd(["train", "--config", str(f), "--out", str(tmp_path / "r"), "--quiet"])
     assert code == 2 and err.startswith("rlref train: error: ") and msg in err and err.count("\n") == 1, err
     assert not (tmp_path / "r").exists()
 
-def test_model_a_saved_checkpoint_dir_trains(tmp_path, capsys):
+def test_model_a_saved_checkpoint_dir_trains(tmp_path, rlref_cmd):
     "--model takes a directory written by save_pretrained: no SFT, the loaded weights are the policy."
     from rlref.models import make_char_tokenizer, make_tiny_llama, save_policy
     tok = make_char_tokenizer()
     save_policy(make_tiny_llama(tok, "tiny", max_len=64, seed=0), tok, tmp_path / "model")
-    code, out, err = rlref_cmd(["train", "--recipe", "tiny", "--model", str(tmp_path / "model"), "--steps", "2", "--out", str(tmp_path / "r"), "--quiet"], capsys)
+    code, out, err = rlref_cmd(["train", "--recipe", "tiny", "--model", str(tmp_path / "model"), "--steps", "2", "--out", str(tmp_path / "r"), "--quiet"])
     assert code == 0, err
     assert json.loads((tmp_path / "r" / "config.json").read_text())["model"] == str(tmp_path / "model")
     assert len(rows(tmp_path / "r")) == 2 and not (tmp_path / "r" / "sft").exists()

@@ -5,8 +5,7 @@ import re, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import book  # noqa: E402
+from tools import book  # the repository root is on the path (pyproject.toml: pythonpath)
 
 def _table(text, heading):
     part = text.split(heading, 1)[1].split("\n## ", 1)[0]

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import student_view as sv  # noqa: E402
+from tools import student_view as sv  # the repository root is on the path (pyproject.toml: pythonpath)
 
 CHAPTERS = sorted(p for p in (ROOT / "nbs").glob("*.ipynb") if p.stem != "index" and not p.name.startswith(("_", ".")))
 def _load(p): return json.loads(p.read_text(encoding="utf-8"))

@@ -17,13 +17,6 @@ TINY = dict(sft_steps=0, prompts_per_step=4, samples_per_prompt=4, eval_every=2,
 @pytest.fixture(autouse=True)
 def tiny_recipe(monkeypatch): monkeypatch.setitem(rlref.trainer.RECIPES, "tiny", TINY)
 
-def rlref_cmd(argv, capsys):
-    "Run `rlref ARGV` in this process: (exit status, stdout, stderr)."
-    try: main(argv); code = 0
-    except SystemExit as e: code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
 def snapshot(d: Path) -> dict:
     "Every file, folder and link under d: a file's bytes, a link's target."
     def what(p): return os.readlink(p) if p.is_symlink() else p.read_bytes() if p.is_file() else "dir"
@@ -43,25 +36,25 @@ NOT_A_RUN = "is not empty (.bashrc, .ssh, notes.txt, project) and is not an rlre
 
 # ---------------------------------------------------------------- 1. --overwrite clears only rlref runs
 @pytest.mark.parametrize("cmd", [SFT, TRAIN], ids=["sft", "train"])
-def test_overwrite_refuses_a_home_like_folder_and_deletes_nothing(tmp_path, capsys, cmd):
+def test_overwrite_refuses_a_home_like_folder_and_deletes_nothing(tmp_path, cmd, rlref_cmd):
     h = home_like(tmp_path / "h"); before = snapshot(h)
-    code, _, err = rlref_cmd(cmd + ["--out", str(h), "--overwrite"], capsys)
+    code, _, err = rlref_cmd(cmd + ["--out", str(h), "--overwrite"])
     assert code == 2 and err == (f"rlref {cmd[0]}: error: run directory {h} {NOT_A_RUN}"
                                  "--overwrite clears only rlref runs, so choose a new or empty folder for --out\n")
     assert snapshot(h) == before                                   # nothing deleted, and no lock or marker left behind
 
 @pytest.mark.parametrize("cmd", [SFT, TRAIN], ids=["sft", "train"])
-def test_the_refusal_of_a_folder_that_is_not_a_run_does_not_suggest_overwrite(tmp_path, capsys, cmd):
+def test_the_refusal_of_a_folder_that_is_not_a_run_does_not_suggest_overwrite(tmp_path, cmd, rlref_cmd):
     h = home_like(tmp_path / "h"); before = snapshot(h)
-    code, _, err = rlref_cmd(cmd + ["--out", str(h)], capsys)
+    code, _, err = rlref_cmd(cmd + ["--out", str(h)])
     assert code == 2
     assert err == f"rlref {cmd[0]}: error: run directory {h} {NOT_A_RUN}choose a new or empty folder for --out\n"
     assert snapshot(h) == before
 
-def test_overwrite_of_the_current_folder_deletes_nothing(tmp_path, capsys, monkeypatch):
+def test_overwrite_of_the_current_folder_deletes_nothing(tmp_path, monkeypatch, rlref_cmd):
     repo = home_like(tmp_path / "repo"); before = snapshot(repo)
     monkeypatch.chdir(repo)
-    code, _, err = rlref_cmd(SFT + ["--out", ".", "--overwrite"], capsys)
+    code, _, err = rlref_cmd(SFT + ["--out", ".", "--overwrite"])
     assert code == 2 and "is not an rlref run; --overwrite clears only rlref runs" in err and err.count("\n") == 1
     assert snapshot(repo) == before
 
@@ -77,14 +70,14 @@ def test_a_run_written_now_is_always_recognised(sft_run, tmp_path):
     assert is_run_dir(bare) and not is_run_dir(home_like(tmp_path / "h"))
 
 @pytest.mark.parametrize("marker", [True, False], ids=["marked", "older-run-without-marker"])
-def test_overwrite_of_a_run_removes_only_rlref_files(sft_run, tmp_path, capsys, marker):
+def test_overwrite_of_a_run_removes_only_rlref_files(sft_run, tmp_path, marker, rlref_cmd):
     d = tmp_path / "run"; shutil.copytree(sft_run, d)
     if not marker: (d / RUN_MARKER).unlink()                        # a run written before the marker existed
     (d / "notes.txt").write_text("mine"); (d / "data").mkdir(); (d / "data" / "x.csv").write_text("a\n1\n")
     elsewhere = tmp_path / "elsewhere"; elsewhere.mkdir(); (elsewhere / "keep.txt").write_text("keep")
     (d / "policy").symlink_to(elsewhere)                            # an rlref name: the link goes, not its target
     with pytest.warns(UserWarning, match=rf"--overwrite left data, notes.txt in {d}: rlref did not write them"):
-        code, out, err = rlref_cmd(SFT + ["--out", str(d), "--overwrite"], capsys)
+        code, out, err = rlref_cmd(SFT + ["--out", str(d), "--overwrite"])
     assert code == 0, err
     names = sorted(p.name for p in d.iterdir())
     assert names == [".lock", RUN_MARKER, "data", "metrics.jsonl", "model", "notes.txt", "summary.json"]
@@ -121,22 +114,22 @@ def test_shared_lists_in_task_kwargs_from_python_are_refused_before_serialising(
     msg = r"^task_kwargs is larger than 1,000,000 characters as JSON \(a shared part counts each time it appears\)$"
     with pytest.raises(ValueError, match=msg): TrainConfig(task_kwargs=dict(rows=laughs), out="runs/never-written")
 
-def test_a_large_config_file_is_refused(tmp_path, capsys):
+def test_a_large_config_file_is_refused(tmp_path, rlref_cmd):
     p = tmp_path / "big.yaml"; p.write_text("steps: 3\n" + "#" * (1 << 20) + "\n")
-    code, _, err = rlref_cmd(["train", "--config", str(p), "--print-config"], capsys)
+    code, _, err = rlref_cmd(["train", "--config", str(p), "--print-config"])
     size = p.stat().st_size
     assert code == 2
     assert err == f"rlref train: error: config file {p} is {size:,} bytes; a config file is at most 1,048,576 bytes\n"
 
 # ---------------------------------------------------------------- 3. deep nesting
-def test_a_deeply_nested_config_file_is_one_line(tmp_path, capsys):
+def test_a_deeply_nested_config_file_is_one_line(tmp_path, rlref_cmd):
     p = tmp_path / "deep.yaml"; p.write_text("task_kwargs: " + "[" * 1000 + "]" * 1000 + "\n")
-    code, _, err = rlref_cmd(["train", "--config", str(p), "--print-config"], capsys)
+    code, _, err = rlref_cmd(["train", "--config", str(p), "--print-config"])
     assert code == 2 and err == f"rlref train: error: config file {p} is nested more than 20 levels deep (line 1)\n"
 
-def test_deeply_nested_json_in_a_flag_is_one_line(capsys):
+def test_deeply_nested_json_in_a_flag_is_one_line(rlref_cmd):
     deep = '{"a": ' + "[" * 5000 + "]" * 5000 + "}"
-    code, _, err = rlref_cmd(["train", "--task-kwargs", deep, "--print-config"], capsys)
+    code, _, err = rlref_cmd(["train", "--task-kwargs", deep, "--print-config"])
     assert code == 2 and err == ("rlref train: error: argument --task-kwargs: task_kwargs is nested more than 20 "
                                  "levels deep (see rlref train --help)\n")
 
@@ -150,23 +143,23 @@ def test_deep_task_kwargs_from_python_are_refused():
 # ---------------------------------------------------------------- 4. the space-separated list form
 WEIGHTS = ["train", "--reward-funcs", "correctness", "format", "--format-weight", "0", "--reward-weights"]
 
-def test_reward_weights_as_separate_values_are_numbers(capsys):
-    code, out, err = rlref_cmd(WEIGHTS + ["1", "0.5", "--print-config", "json"], capsys)
+def test_reward_weights_as_separate_values_are_numbers(rlref_cmd):
+    code, out, err = rlref_cmd(WEIGHTS + ["1", "0.5", "--print-config", "json"])
     assert code == 0, err
     cfg = json.loads(out)
     assert cfg["reward_weights"] == [1.0, 0.5] and cfg["reward_funcs"] == ["correctness", "format"]
-    code, out2, _ = rlref_cmd(WEIGHTS + ["[1, 0.5]", "--print-config", "json"], capsys)
+    code, out2, _ = rlref_cmd(WEIGHTS + ["[1, 0.5]", "--print-config", "json"])
     assert code == 0 and json.loads(out2) == cfg                    # the JSON form means the same
 
-def test_a_bad_value_in_the_list_form_is_one_line(capsys):
-    code, _, err = rlref_cmd(WEIGHTS + ["1", "x", "--print-config"], capsys)
+def test_a_bad_value_in_the_list_form_is_one_line(rlref_cmd):
+    code, _, err = rlref_cmd(WEIGHTS + ["1", "x", "--print-config"])
     assert code == 2 and err == ("rlref train: error: reward_weights must be a list of float or none, got ['1', 'x'] "
                                  "(element must be float, got 'x')\n")
 
 # ---------------------------------------------------------------- 5. a config file that is not UTF-8
-def test_a_non_utf8_config_file_is_named(tmp_path, capsys):
+def test_a_non_utf8_config_file_is_named(tmp_path, rlref_cmd):
     p = tmp_path / "run.yaml"; p.write_bytes(b"\xff\xfesteps: 3\n")
-    code, _, err = rlref_cmd(["train", "--config", str(p), "--print-config"], capsys)
+    code, _, err = rlref_cmd(["train", "--config", str(p), "--print-config"])
     assert code == 2 and err == f"rlref train: error: config file {p} is not UTF-8 text (byte 0xff at position 0)\n"
 
 # ---------------------------------------------------------------- 6. symbolic links in a run directory
@@ -210,28 +203,28 @@ def test_a_symlinked_manifest_or_checkpoints_folder_is_refused(run, tmp_path):
         find_checkpoint(run)
 
 @pytest.mark.parametrize("name", ["config.json", "run.json", "metrics.jsonl", "summary.json", "sft/model.safetensors"])
-def test_a_resume_through_a_symlinked_run_file_is_one_line(run, tmp_path, capsys, name):
+def test_a_resume_through_a_symlinked_run_file_is_one_line(run, tmp_path, name, rlref_cmd):
     _link_out(run / name, tmp_path / "outside")
     if name != "summary.json": (run / "summary.json").unlink()      # not finished: the resume reads every file
-    code, _, err = rlref_cmd(TRAIN[:3] + ["--steps", "3", "--resume", "--out", str(run), "--quiet"], capsys)
+    code, _, err = rlref_cmd(TRAIN[:3] + ["--steps", "3", "--resume", "--out", str(run), "--quiet"])
     why = f"{run / name} is a symbolic link, and rlref reads nothing outside the run directory {run}"
     assert code == 2 and err.count("\n") == 1 and why in err, err
 
-def test_a_symlinked_lock_is_refused(tmp_path, capsys):
+def test_a_symlinked_lock_is_refused(tmp_path, rlref_cmd):
     out = tmp_path / "run"; out.mkdir(); target = tmp_path / "victim.txt"; target.write_text("keep")
     (out / ".lock").symlink_to(target)
-    code, _, err = rlref_cmd(SFT + ["--out", str(out)], capsys)
+    code, _, err = rlref_cmd(SFT + ["--out", str(out)])
     assert code == 2
     assert err == (f"rlref sft: error: run directory {out}: "
                    ".lock is a symbolic link; rlref writes nothing outside a run\n")
     assert target.read_text() == "keep"
 
 # ---------------------------------------------------------------- 7. empty datasets
-def test_a_csv_with_only_its_header_names_the_file(tmp_path, capsys):
+def test_a_csv_with_only_its_header_names_the_file(tmp_path, rlref_cmd):
     p = tmp_path / "rows.csv"; p.write_text("prompt,answer\n")
     with pytest.raises(ValueError, match=rf"^the data file {str(p)!r} has no rows$"): make_task("dataset", path=str(p))
     argv = ["train", "--task", "dataset", "--task-kwargs", json.dumps(dict(path=str(p))), "--sft-steps", "0"]
-    code, _, err = rlref_cmd(argv + ["--out", str(tmp_path / "run"), "--quiet"], capsys)
+    code, _, err = rlref_cmd(argv + ["--out", str(tmp_path / "run"), "--quiet"])
     last = err.split("\r")[-1].splitlines()[-1:]                      # the line after datasets' progress bar
     assert code == 2 and last == [f"rlref train: error: the data file {str(p)!r} has no rows"]
     assert not (tmp_path / "run").exists()
@@ -263,9 +256,9 @@ def reward_module(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     return "hostile_rewards"
 
-def test_a_scalar_reward_names_the_function(reward_module, tmp_path, capsys):
+def test_a_scalar_reward_names_the_function(reward_module, tmp_path, rlref_cmd):
     argv = TRAIN + ["--reward-funcs", f"{reward_module}:always_one", "--format-weight", "0"]
-    code, _, err = rlref_cmd(argv + ["--out", str(tmp_path / "run")], capsys)
+    code, _, err = rlref_cmd(argv + ["--out", str(tmp_path / "run")])
     assert code == 2 and err == ("rlref train: error: reward function 'always_one' returned a float (1.0) for 16 "
                                  "completions; it must return a list of 16 rewards, one per completion\n")
 

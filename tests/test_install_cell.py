@@ -6,8 +6,7 @@ from pathlib import Path
 import pytest, torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import install_cell as ic  # noqa: E402
+from tools import install_cell as ic  # the repository root is on the path (pyproject.toml: pythonpath)
 
 def test_every_chapter_has_the_current_cell_under_its_title():
     src = ic.cell_source()

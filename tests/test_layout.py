@@ -29,17 +29,25 @@ def test_tools_holds_utilities_only():
     assert not {n for n in names if n.endswith(".jsonl")} - {"book_run_times.jsonl"}, names   # the book's measured run times only
     assert not {n for n in names if "sweep" in n} - {"sweep_runner.py"}, names
 
-def test_tests_and_experiments_never_import_each_other():
-    experiment_modules = {p.stem for p in (ROOT / "experiments").glob("*/*.py")}
-    test_modules = {p.stem for p in (ROOT / "tests").glob("*.py")}
+def _apart(folder: str, pattern: str, fix: str):
+    "No test puts `folder` on sys.path (or loads a file from it), and no file of `folder` imports a test."
+    test_modules = {p.stem for p in (ROOT / "tests").glob("*.py")} | {"tests", "conftest"}
     for t in (ROOT / "tests").glob("*.py"):
         if t.name == Path(__file__).name: continue
-        bad = {i for i in _imports(t) if i.startswith("path:") and "experiments" in i}
-        assert not bad, f"{t.name} imports from experiments/ ({bad}); run the script as a process instead"
-    for e in (ROOT / "experiments").glob("*/*.py"):
+        bad = {i for i in _imports(t) if i.startswith("path:") and folder in i}
+        assert not bad, f"{t.name} imports from {folder}/ ({bad}); {fix}"
+    for e in (ROOT / folder).glob(pattern):
         imps = _imports(e)
         assert not imps & test_modules, f"{e.relative_to(ROOT)} imports a test module: {imps & test_modules}"
-        assert not {i for i in imps if i.startswith("path:") and "tests" in i}, f"{e.relative_to(ROOT)} puts tests/ on sys.path"
+        bad = {i for i in imps if i.startswith("path:") and "tests" in i}
+        assert not bad, f"{e.relative_to(ROOT)} puts tests/ on sys.path"
+
+def test_tests_and_experiments_never_import_each_other():
+    _apart("experiments", "*/*.py", "run the script as a process instead")
+
+def test_tests_and_tools_never_touch_each_others_path():
+    "A test imports a tool as `tools.NAME` (the root is on pytest's path), not via sys.path; no tool imports a test."
+    _apart("tools", "*.py", "import it as tools.NAME")
 
 def test_the_checker_sees_an_import():
     "The check above can fail: a file that loads an experiment script is caught."

@@ -3,8 +3,7 @@
 import json, sys
 from pathlib import Path
 import pytest
-sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
-from sweep_runner import run_pending, finished_runs
+from tools.sweep_runner import run_pending, finished_runs  # the repository root is on the path (pyproject.toml: pythonpath)
 
 def test_run_pending_resumes_appends_and_skips_failures(tmp_path, capsys):
     log = tmp_path / "log.jsonl"
