@@ -41,9 +41,7 @@ def test_gpu_check_random_shape_runs_the_bf16_path():
     assert out["completion_tokens"] > 0 and out["reward_rose"] in (True, False)   # random weights: nothing to learn, no check
 
 def test_qwen_shape_tokenizer_covers_the_full_vocabulary():
-    sys.path.insert(0, str(ROOT / "tools"))
-    try: from gpu_check import padded_chat_tokenizer, QWEN_VOCAB
-    finally: sys.path.remove(str(ROOT / "tools"))
+    from tools.gpu_check import padded_chat_tokenizer, QWEN_VOCAB
     from rlref.models import make_chat_tokenizer
     tok, small = padded_chat_tokenizer(QWEN_VOCAB), make_chat_tokenizer()
     assert len(tok) == QWEN_VOCAB == 151_936
