@@ -4,35 +4,35 @@
 
 # %% ../nbs/07_trainer.ipynb #db288eae
 from __future__ import annotations
-import copy, hashlib, json, math, os, time, warnings
+import copy, json, math, os, time, warnings
 from dataclasses import dataclass, field, asdict, fields
 from pathlib import Path
 from typing import Callable, Literal
+import contextlib
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 from fastcore.basics import patch
 from tqdm import tqdm
-from .core import seed_everything, rng_state, set_rng_state, get_device, masked_mean, masked_normalize, JsonlLogger, read_jsonl, atomic_write
-from .core import check_json_size
+from .core import seed_everything, get_device, masked_mean, masked_normalize, JsonlLogger, read_jsonl, atomic_write
+from .core import check_json_size, claim_run_dir, inside_run
 from .models import make_char_tokenizer, make_tiny_llama, load_policy, save_policy, sft_warm_start, add_lora, MODEL_PRESETS
 from .models import LORA_TARGETS, check_lora, check_chat_template_kwargs, is_conversational
-from .tasks import make_task, exact_match, TASKS
+from .tasks import make_task, exact_match, greedy_completions, TASKS
 from .rollout import Rollout, sample, completion_logprobs, batch_plan
 from .advantages import compute_advantages, gae_advantages, dynamic_sampling_filter
 from .losses import (grpo_loss, value_loss, online_dpo_loss, importance_weights, kl_estimate, approx_kl,
                           zero_std_group_fraction, aggregate_loss, AGGREGATION_MODES, IS_MODES)
+from .train.precision import Precision, BaseReference, frozen_reference, resolve_precision
+from .train.parallel import DataParallel, data_parallel_accelerator, on_main
+from .train.checkpoints import Checkpoints, TrainingStopped, RunInterrupted, check_resume, find_checkpoint, preflight_run
+from .train.rewards import Rewards, soft_overlong_penalty, concat_rollouts, completion_id_lists, reward_func_metrics
+from .train.report import accuracy_interval, plot_report
+
 
 # %% auto #0
-__all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'LARGE_VOCAB', 'AUTO_MICRO_BATCH', 'AUTO_CHUNK_ROWS',
-           'LOCAL_ADVANTAGE_ALGORITHMS', 'RESUME_HARMLESS', 'LossContext', 'Algorithm', 'register_algorithm',
-           'policy_gradient_loss', 'dpo_pairs', 'TrainConfig', 'recipe_config', 'Critic', 'TrainingStopped',
-           'lr_lambda', 'Trainer', 'resolve_precision', 'BaseReference', 'frozen_reference', 'enable_checkpointing',
-           'vocab_size', 'auto_memory', 'accuracy_interval', 'sampler_seed', 'data_parallel_accelerator',
-           'check_data_parallel', 'on_main', 'LearnerForward', 'soft_overlong_penalty', 'concat_rollouts', 'StepState',
-           'completion_id_lists', 'reward_func_metrics', 'stateful_hooks', 'state_sha256', 'read_manifest',
-           'find_checkpoint', 'check_resume', 'preflight_run', 'RunInterrupted', 'plot_report', 'emulate_data_parallel',
-           'TensorMemory']
+__all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'LOCAL_ADVANTAGE_ALGORITHMS', 'LossContext', 'Algorithm',
+           'register_algorithm', 'policy_gradient_loss', 'dpo_pairs', 'TrainConfig', 'recipe_config', 'Critic',
+           'lr_lambda', 'Trainer']
 
 # %% ../nbs/07_trainer.ipynb #a1f0c002
 @dataclass
@@ -428,9 +428,6 @@ class Critic(nn.Module):
 # %% ../nbs/07_trainer.ipynb #6608655b
 HOOK_POINTS = ("after_rewards", "after_advantages", "before_update", "loss_terms", "after_step")
 
-class TrainingStopped(RuntimeError):
-    "The run cannot go on (diverged, nothing left to train on, non-finite weights); what was saved stays valid for a resume with other settings."
-
 
 def lr_lambda(cfg: TrainConfig) -> Callable[[int], float]:
     "LR multiplier per optimizer step: linear warm-up, then constant, or a cosine / linear decay that reaches 0 just after the run's last optimizer step."
@@ -442,7 +439,7 @@ def lr_lambda(cfg: TrainConfig) -> Callable[[int], float]:
         return 0.5 * (1 + math.cos(math.pi * frac)) if cfg.lr_schedule == "cosine" else 1.0 - frac
     return multiplier
 
-class Trainer:
+class Trainer(Precision, DataParallel, Checkpoints, Rewards):
     "The RL loop shared by every method; research chapters plug in through `add_hook` and config fields."
     def __init__(self, cfg: TrainConfig, policy, tokenizer, task, sft_accuracy: float | None = None,
                  accelerator=None):  # an accelerate.Accelerator of a multi-process launch (None: made when WORLD_SIZE > 1)
@@ -454,6 +451,9 @@ class Trainer:
             raise ValueError(f"overlong_buffer must be <= max_new_tokens ({self.max_new_tokens}), got {cfg.overlong_buffer}")
         self.sft_accuracy, self.step, self.bad_steps, self.skipped_steps = sft_accuracy, 0, 0, 0
         self.hooks = {k: [] for k in HOOK_POINTS}
+        self.history = []                          # the metrics rows of the steps done (fit fills it)
+        self.checkpoint_step = self.policy_step = None   # the steps of the newest checkpoint and out/policy
+        self._reward_mix = self._base_sha = None   # made on first use: cfg.reward_funcs' mix; a frozen base's SHA-256
         self.hooks_need_old_logprobs = False       # set by add_hook(..., needs_old_logprobs=True)
         self.kv_policy = None                      # a rlref.kvcache policy compresses the sampler's cache
         self._precision_and_memory()              # storage dtype, autocast, fp16 scaler, gradient checkpointing, the fused check
@@ -483,124 +483,6 @@ class Trainer:
             y = fn(self, x)
             if y is not None: x = y
         return x
-
-# %% ../nbs/07_trainer.ipynb #5d7e0a02
-import contextlib
-from .core import get_dtype
-from .rollout import decoder_parts
-
-def resolve_precision(dtype: str = "auto",  # TrainConfig.dtype: auto, float32, bfloat16, float16
-                      mixed_precision: str = "auto",  # TrainConfig.mixed_precision: auto, no, bf16, fp16
-                      device=None,  # the device the run uses (default: get_device())
-                     ) -> tuple[torch.dtype, torch.dtype | None]:
-    "(storage dtype of the weights, autocast dtype or None): auto mixed precision is bf16 on a bf16 GPU; auto storage is fp32 under mixed precision."
-    device = get_device(device)
-    if mixed_precision == "auto": mixed_precision = "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "no"
-    amps = {"no": None, "bf16": torch.bfloat16, "fp16": torch.float16}
-    if mixed_precision not in amps: raise ValueError(f"unknown mixed_precision {mixed_precision!r}; choose one of ('auto', 'no', 'bf16', 'fp16')")
-    amp = amps[mixed_precision]
-    if dtype == "auto": return (torch.float32 if amp is not None else get_dtype(None, device)), amp
-    return get_dtype(dtype), amp
-
-class BaseReference:
-    "The frozen reference of a LoRA policy: the policy itself with its adapters switched off (peft's `disable_adapter`); the base weights exist once."
-    def __init__(self, policy): self.policy = policy
-    def __repr__(self): return f"BaseReference({type(self.policy).__name__} with its adapters disabled)"
-    def parameters(self): return iter(())   # it owns no weights: they are the policy's
-
-    @contextlib.contextmanager
-    def active(self):
-        "Inside this block the policy computes its base model: adapters off, eval mode (restored after)."
-        was = self.policy.training; self.policy.eval()
-        try:
-            with self.policy.disable_adapter(): yield self.policy
-        finally: self.policy.train(was)
-
-def frozen_reference(policy):
-    "The reference of a KL term or of Online DPO: the adapter-disabled base of a peft (LoRA) policy, else a frozen deep copy."
-    if hasattr(policy, "peft_config") and hasattr(policy, "disable_adapter"): return BaseReference(policy)
-    return copy.deepcopy(policy).eval().requires_grad_(False)
-
-def enable_checkpointing(model) -> int:
-    "Turn on HF's (non-reentrant) activation checkpointing of every decoder layer, also inside a peft wrapper; returns how many layers. The fused forward reads the same per-layer flag."
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    if not getattr(base, "supports_gradient_checkpointing", False):
-        raise ValueError(f"gradient_checkpointing=True, but {type(base).__name__} does not support activation checkpointing")
-    on = getattr(base, "activation_checkpointing_enable", None)   # transformers >= 5.x; gradient_checkpointing_enable before
-    if on is not None: on({"use_reentrant": False})
-    else: base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    model.train()                                                  # HF checkpoints a layer only in training mode
-    return sum(bool(getattr(m, "gradient_checkpointing", False)) for m in getattr(base.get_decoder(), "layers", []))
-
-@patch
-def _precision_and_memory(self: Trainer):
-    "Apply the config's precision and memory fields: storage dtype, autocast dtype, the fp16 loss scaler, gradient checkpointing, the fused check."
-    cfg = self.cfg
-    store, self.amp_dtype = resolve_precision(cfg.dtype, cfg.mixed_precision, self.device)
-    if cfg.dtype != "auto": self.policy.to(store)                  # "auto": as given (Trainer.setup loads at the resolved dtype)
-    self.scaler = torch.amp.GradScaler(self.device.type) if self.amp_dtype == torch.float16 else None
-    self.checkpointed_layers = enable_checkpointing(self.policy) if cfg.gradient_checkpointing else 0
-    self.auto_memory = auto_memory(self.policy)                    # what micro_batch_size / logprob_chunk_rows = "auto" mean here
-    if cfg.fused and decoder_parts(self.policy) is None:
-        raise ValueError(f"fused=True needs a Llama-family policy that rlref's fused forward covers (rlref.rollout.decoder_parts), "
-                         f"got {type(self.policy).__name__}; use fused=None or False")
-
-@patch
-def _master_weights(self: Trainer):
-    "Under mixed precision: trainable weights (policy, critic) in fp32, so AdamW's small steps are not rounded away. Pure low-precision training gets a warning."
-    trainable = [p for m in (self.policy, self.critic) if m is not None for p in m.parameters() if p.requires_grad]
-    low = [p for p in trainable if p.dtype in (torch.bfloat16, torch.float16)]
-    if self.amp_dtype is not None:
-        for p in low: p.data = p.data.float()                      # the same Parameter objects, now fp32
-    elif low:
-        warnings.warn(f"{len(low)} trainable tensors are {low[0].dtype} with mixed_precision='no': AdamW updates them in place and rounds "
-                      f"away every step below half the spacing of the numbers near a weight (about 2^-9 of its size in bf16); set mixed_precision='bf16' for fp32 master weights")
-
-@patch
-def autocast(self: Trainer):
-    "The forwards' precision: torch.autocast to the mixed-precision dtype, or a no-op context (fp32, or pure low precision)."
-    return torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype is not None else contextlib.nullcontext()
-
-
-# %% ../nbs/07_trainer.ipynb #699279e0
-LARGE_VOCAB = 32_768      # from this many output rows on, "auto" turns micro-batching and chunked logits on
-AUTO_MICRO_BATCH = 8      # rows per forward/backward at a large vocabulary (TRL's per_device_train_batch_size)
-AUTO_CHUNK_ROWS = 1024    # completion tokens per output-head chunk there: (1024, V) fp32 logits, 0.62 GB at V = 151,936
-
-def vocab_size(model) -> int | None:
-    "Rows of the model's output head (also inside a peft wrapper), or None when it has no single weight matrix as head."
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    head = base.get_output_embeddings() if hasattr(base, "get_output_embeddings") else None
-    w = getattr(head, "weight", None)
-    return int(w.shape[0]) if isinstance(w, torch.Tensor) and w.dim() == 2 else None
-
-def auto_memory(model) -> dict:
-    "What micro_batch_size and logprob_chunk_rows = 'auto' mean for `model`: on at a vocabulary >= LARGE_VOCAB, else None (all at once)."
-    V = vocab_size(model)
-    if V is None or V < LARGE_VOCAB: return dict(vocab_size=V, micro_batch_size=None, logprob_chunk_rows=None)
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    cfg = getattr(base, "config", None)        # a head that scales its logits cannot be chunked (completion_hidden)
-    scaled = any(getattr(cfg, k, None) not in (None, 1, 1.0) for k in ("final_logit_softcapping", "logit_scale", "logits_scaling"))
-    return dict(vocab_size=V, micro_batch_size=AUTO_MICRO_BATCH, logprob_chunk_rows=None if scaled else AUTO_CHUNK_ROWS)
-
-@patch(as_prop=True)
-def micro_batch_size(self: Trainer) -> int | None:
-    "cfg.micro_batch_size, 'auto' resolved for this policy: rows per learner forward (None = the whole minibatch)."
-    v = self.cfg.micro_batch_size
-    return self.auto_memory["micro_batch_size"] if v == "auto" else v
-
-@patch(as_prop=True)
-def logprob_chunk_rows(self: Trainer) -> int | None:
-    "cfg.logprob_chunk_rows, 'auto' resolved for this policy: completion tokens per output-head chunk (None = unchunked)."
-    v = self.cfg.logprob_chunk_rows
-    return self.auto_memory["logprob_chunk_rows"] if v == "auto" else v
-
-@patch(as_prop=True)
-def resolved_memory(self: Trainer) -> dict:
-    "The memory settings this run uses, 'auto' resolved: vocabulary, micro_batch_size, logprob_chunk_rows, vocab_chunk."
-    return dict(vocab_size=self.auto_memory["vocab_size"], micro_batch_size=self.micro_batch_size,
-                logprob_chunk_rows=self.logprob_chunk_rows, vocab_chunk=self.cfg.vocab_chunk)
-
 
 # %% ../nbs/07_trainer.ipynb #2c4cd127
 @patch(cls_method=True)
@@ -648,9 +530,6 @@ def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False,  # continue the 
         with atomic_write(sft_dir / "sft.json", "w") as f: f.write(json.dumps(dict(sft_accuracy=sft_acc)))
     return trainer
 
-from .core import wilson_interval
-from .tasks import greedy_completions
-
 @patch
 def evaluate(self: Trainer, per_prompt: bool = False,  # return which prompts were solved, (N,) bool, for paired tests (rlref.core.mcnemar)
             ) -> float | torch.Tensor:
@@ -668,17 +547,6 @@ def evaluate(self: Trainer, per_prompt: bool = False,  # return which prompts we
     if self.world_size > 1: hits = self._gather_hits(hits, n)           # (n,) every rank's hits, in order
     return hits if per_prompt else int(hits.sum()) / len(hits)
 
-def accuracy_interval(accuracy: float | None,  # a fraction k/n of prompts solved (None: not measured)
-                      n: int,  # how many prompts it was measured on
-                      prefix: str = "eval",  # the columns' prefix: eval, sft (the warm start), final
-                     ) -> dict:
-    "{prefix}_accuracy with its Wilson 95% interval {prefix}_low, {prefix}_high (all None when the accuracy is None)."
-    if accuracy is None: return {f"{prefix}_{k}": None for k in ("accuracy", "low", "high")}
-    k = round(accuracy * n)
-    if abs(k / n - accuracy) > 1e-9: raise ValueError(f"accuracy {accuracy} is not a count out of n={n} prompts")
-    low, high = wilson_interval(k, n)
-    return {f"{prefix}_accuracy": accuracy, f"{prefix}_low": low, f"{prefix}_high": high}
-
 @patch
 def eval_metrics(self: Trainer) -> dict:
     "The held-out columns of a metrics row: eval_accuracy, its Wilson 95% interval (eval_low, eval_high) and eval_n."
@@ -686,160 +554,7 @@ def eval_metrics(self: Trainer) -> dict:
     return accuracy_interval(int(hits.sum()) / len(hits), len(hits)) | dict(eval_n=len(hits))
 
 # %% ../nbs/07_trainer.ipynb #d15a0002
-import contextlib
 LOCAL_ADVANTAGE_ALGORITHMS = {"grpo", "rloo", "online_dpo"}  # advantages from each group alone: a rank holding whole groups computes its own
-
-def sampler_seed(seed: int, rank: int) -> int:
-    "The sampler generator's seed on `rank`: rank 0 keeps the one-process seed; rank r > 0 a 32-bit hash of (seed, r) (a CPU generator reads only a seed's low 32 bits)."
-    if rank == 0: return seed * 1000 + 2
-    return int.from_bytes(hashlib.sha256(f"rlref sampler seed {seed} rank {rank}".encode()).digest()[:4], "little")
-
-def data_parallel_accelerator(accelerator=None):
-    "`accelerator`, or the `accelerate.Accelerator` of a multi-process launch (torchrun / accelerate launch set WORLD_SIZE > 1), else None."
-    if accelerator is not None or int(os.environ.get("WORLD_SIZE", "1")) <= 1: return accelerator
-    from accelerate import Accelerator
-    return Accelerator(cpu=get_device().type == "cpu")
-
-def check_data_parallel(cfg: TrainConfig, world_size: int, distributed_type: str = "MULTI_CPU"):
-    "Raise one ValueError, naming the field, for a config that `world_size` data-parallel processes cannot run as one process would."
-    if world_size == 1: return
-    if not distributed_type.startswith("MULTI_"):
-        raise ValueError(f"rlref trains data-parallel as DDP (accelerate's MULTI_GPU / MULTI_CPU), got distributed_type {distributed_type}: under "
-                         "DeepSpeed or FSDP the sampler would need gathered weights and a checkpoint would hold one rank's optimizer shard")
-    unit = 2 if ALGORITHMS[cfg.algorithm].pairs else 1
-    if cfg.prompts_per_step % world_size:
-        raise ValueError(f"prompts_per_step must be a multiple of the {world_size} processes (each samples whole groups of an equal share), got {cfg.prompts_per_step}")
-    if cfg.minibatch_size and cfg.minibatch_size % (world_size * unit):
-        raise ValueError(f"minibatch_size must be a multiple of {world_size * unit} on {world_size} processes (each takes an equal share), got {cfg.minibatch_size}")
-    if cfg.algorithm not in LOCAL_ADVANTAGE_ALGORITHMS:
-        raise ValueError(f"algorithm {cfg.algorithm!r} is not known to compute advantages within each group (PPO and REINFORCE++ whiten over the whole "
-                         f"batch); on several processes use one of {sorted(LOCAL_ADVANTAGE_ALGORITHMS)} (or add a group-local one to LOCAL_ADVANTAGE_ALGORITHMS)")
-    if cfg.algorithm == "grpo" and cfg.scale_rewards == "batch":
-        raise ValueError("scale_rewards must be 'group' or 'none' on several processes ('batch' divides by the std of the whole batch), got 'batch'")
-    for k in ("dynamic_sampling", "overlong_filter"):
-        if getattr(cfg, k): raise ValueError(f"{k} must be False on several processes (it drops different rows on each, so the shards differ), got True")
-
-def on_main(accelerator, fn: Callable, *args, **kwargs):
-    "fn(*args, **kwargs) on rank 0 only, its result (or its error) handed to every rank: decisions about the run directory are made once."
-    if accelerator is None or accelerator.num_processes == 1: return fn(*args, **kwargs)
-    from accelerate.utils import broadcast_object_list
-    box, err = [None], None
-    if accelerator.is_main_process:
-        try: box[0] = ("ok", fn(*args, **kwargs))
-        except Exception as e: err, box[0] = e, ("error", type(e), str(e))
-    broadcast_object_list(box, from_process=0)
-    if err is not None: raise err
-    if box[0][0] == "ok": return box[0][1]
-    try: exc = box[0][1](box[0][2])
-    except Exception: exc = RuntimeError(box[0][2])
-    raise exc
-
-class LearnerForward(nn.Module):
-    """The policy's gradient pass as one module: DDP wraps this, so the micro-batched, chunked (and fused) completion log-probs
-    run inside the one forward that DDP's reducer sees, and their backward all-reduces the policy's gradients."""
-    def __init__(self, policy): super().__init__(); self.policy = policy
-    def forward(self, prompt_ids, prompt_mask, completion_ids, completion_mask,  # (B, P), (B, P), (B, C), (B, C)
-                temperature: float = 1.0, **kwargs):  # the rest of completion_logprobs' arguments
-        "Log-probs (B, C) and entropies (B, C) or None, as `completion_logprobs(policy, ...)` of those rows."
-        r = Rollout(prompt_ids=prompt_ids, prompt_mask=prompt_mask, completion_ids=completion_ids, completion_mask=completion_mask,
-                    sampler_logprobs=None, group=None, lengths=None, truncated=None, prompts=[], completions=[])
-        return completion_logprobs(self.policy, r, temperature, **kwargs)
-
-@patch
-def _init_data_parallel(self: Trainer, accelerator=None):
-    "Join a multi-process launch: check the config, seed this rank's sampler, let accelerate wrap the policy (DDP) and optimizer; `self.policy` stays the unwrapped model that samples, evaluates and is saved."
-    acc = data_parallel_accelerator(accelerator)
-    if acc is None or acc.num_processes == 1: return         # one process: nothing changes
-    check_data_parallel(self.cfg, acc.num_processes, acc.distributed_type.name)
-    self.accelerator, self.rank, self.world_size = acc, acc.process_index, acc.num_processes
-    self.shard = (self.rank, self.world_size)
-    self.gens["sampler"] = torch.Generator(device=self.device).manual_seed(sampler_seed(self.cfg.seed, self.rank))
-    self.learner, self.opt = acc.prepare(LearnerForward(self.policy), self.opt)  # DDP; the scheduler stays on the inner optimizer
-
-@patch
-def _on_main(self: Trainer, fn: Callable, *args, **kwargs): return on_main(self.accelerator, fn, *args, **kwargs)
-
-@patch
-def _eval_rows(self: Trainer, n: int) -> range:
-    "The held-out rows this process evaluates: all n on one process, a contiguous share of ceil(n / world_size) on a rank."
-    if self.world_size == 1: return range(n)
-    k = -(-n // self.world_size)
-    return range(min(n, self.rank * k), min(n, (self.rank + 1) * k))
-
-@patch
-def _gather_hits(self: Trainer, hits: torch.Tensor, n: int) -> torch.Tensor:
-    "(n,) bool: every rank's evaluation hits in row order (each rank's contiguous share, padded to equal length for the gather)."
-    k = -(-n // self.world_size)
-    padded = torch.zeros(k, dtype=torch.uint8, device=self.device); padded[:len(hits)] = hits.to(torch.uint8)
-    return self.accelerator.gather(padded).cpu()[:n].bool()   # (W*k,) rank-major = row order
-
-@patch
-def _sync_grads(self: Trainer, last: bool):
-    "DDP all-reduces the gradients in the backward of the last micro-batch only (accelerate's no_sync before it); one process: nothing."
-    return contextlib.nullcontext() if self.world_size == 1 or last else self.accelerator.no_sync(self.learner)
-
-@patch
-def _backward(self: Trainer, loss: torch.Tensor):
-    if self.accelerator is None: loss.backward()
-    else: self.accelerator.backward(loss)
-
-@patch
-def _global_tokens(self: Trainer, n_tok: int) -> float:
-    "The minibatch's completion tokens summed over ranks, divided by the world size: DDP averages the ranks' gradients, so this makes the average a token mean over every rank's tokens."
-    t = torch.tensor([float(n_tok)], dtype=torch.float64, device=self.device)
-    return float(self.accelerator.reduce(t, "sum")) / self.world_size
-
-@patch
-def _all_ranks_ok(self: Trainer, ok: bool) -> bool:
-    "ok on every rank (one process: ok): an optimizer step is skipped everywhere or nowhere."
-    if self.world_size == 1: return ok
-    return int(self.accelerator.reduce(torch.tensor([int(ok)], device=self.device), "sum")) == self.world_size
-
-@patch
-def _global_raw(self: Trainer, r: Rollout, raw: dict) -> dict:
-    "The rollout metrics of `collect` over every rank's rows (gathered in rank order: the one-process formulas on the global batch)."
-    g = lambda t: self.accelerator.gather(t.float().reshape(-1).to(self.device)).cpu()
-    rew, correct = g(r.rewards), g(r.extras["correct"])
-    out = raw | dict(reward_mean=rew.mean().item(), reward_std=rew.std().item(), accuracy=correct.mean().item(),
-                     completion_length=g(r.lengths).mean().item(), tokens=int(g(r.completion_mask.sum()).sum()),
-                     truncated_frac=g(r.truncated).mean().item())
-    if "zero_std_frac" in raw: out["zero_std_frac"] = zero_std_group_fraction(rew, self.cfg.samples_per_prompt)
-    if "overlong_penalty" in raw: out["overlong_penalty"] = g(r.extras["overlong_penalty"]).mean().item()
-    if "reward_funcs" in r.extras:                                         # (B, K) per-function rewards, gathered as rows
-        out |= reward_func_metrics(self.reward_mix.names, self.accelerator.gather(r.extras["reward_funcs"].float().to(self.device)).cpu())
-    return out
-
-@patch
-def _mean_over_ranks(self: Trainer, d: dict, keys=None) -> dict:
-    "`d` with its numeric entries (or those named in `keys`) averaged over the ranks."
-    ks = sorted(k for k, v in d.items() if (keys is None or k in keys) and isinstance(v, (int, float, torch.Tensor)) and not isinstance(v, bool))
-    if not ks: return d
-    t = self.accelerator.reduce(torch.tensor([float(d[k]) for k in ks], dtype=torch.float64, device=self.device), "sum") / self.world_size
-    return d | dict(zip(ks, t.tolist()))
-
-@patch
-def _gen_states(self: Trainer) -> dict:
-    "The generators' states for a checkpoint; on several processes also every rank's sampler state, `sampler_ranks` (W, S) (a collective call)."
-    states = {k: g.get_state() for k, g in self.gens.items()}
-    if self.world_size > 1: states["sampler_ranks"] = self.accelerator.gather(states["sampler"].to(self.device)[None]).cpu()
-    return states
-
-@patch
-def _check_world(self: Trainer, state: dict, path):
-    "Refuse a checkpoint written by another number of processes: each rank's sampler stream is part of the run."
-    saved = state.get("world_size", 1)
-    if saved != self.world_size:
-        raise RunDirError(f"checkpoint {path} was written by {saved} process(es) but this run has {self.world_size}; resume it with {saved}")
-
-# %% ../nbs/07_trainer.ipynb #a1f0c005
-def soft_overlong_penalty(lengths: torch.Tensor,  # (B,) completion lengths in tokens
-                          max_len: int,  # L_max: the completion budget (max_new_tokens)
-                          buffer: int,  # L_cache: the length of the ramp before L_max
-                         ) -> torch.Tensor:
-    "DAPO's soft overlong punishment (arXiv 2503.14476, Eq. 13), (B,): 0 up to L_max - L_cache tokens, a linear ramp down to -1 at L_max, -1 beyond."
-    if not 0 < buffer <= max_len: raise ValueError(f"buffer (L_cache) must be in (0, max_len={max_len}], got {buffer}")
-    L, start = lengths.float(), max_len - buffer
-    return torch.where(L <= start, 0.0, torch.where(L <= max_len, (start - L) / buffer, -1.0))  # (B,)
 
 # %% ../nbs/07_trainer.ipynb #67d72e0b
 @patch
@@ -869,112 +584,6 @@ def rollout(self: Trainer) -> Rollout:
     r.rewards, r.extras["correct"] = rewards.to(self.device), correct.to(self.device)
     return r
 
-@patch
-def _task_rewards(self: Trainer, fn, kw: dict) -> list:
-    "One of the task's reward functions on a rollout's completions (`kw`: reward_kwargs), its return checked (one reward per completion)."
-    name = getattr(fn, "__name__", type(fn).__name__)
-    return reward_values(fn(**kw), name, len(kw["completions"]))
-
-def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
-    "The rows of several rollouts as one: prompts re-left-padded and completions re-right-padded to the widest, groups renumbered."
-    P, C = max(p.prompt_ids.shape[1] for p in parts), max(p.completion_ids.shape[1] for p in parts)
-    lpad = lambda x, w, v: F.pad(x, (w - x.shape[1], 0), value=v)
-    rpad = lambda x, w, v: F.pad(x, (0, w - x.shape[1]), value=v)
-    cat = lambda k, f=lambda x: x: torch.cat([f(getattr(p, k)) for p in parts])
-    groups, off = [], 0
-    for p in parts:
-        g = torch.unique_consecutive(p.group, return_inverse=True)[1] + off   # (b,) 0.. within the part, then offset
-        groups.append(g); off = int(g.max()) + 1 if len(g) else off
-    extras = {}
-    for k, v in parts[0].extras.items():
-        vs = [p.extras.get(k) for p in parts]
-        if isinstance(v, torch.Tensor) and v.dim() > 0 and all(isinstance(x, torch.Tensor) and x.shape[1:] == v.shape[1:] and x.shape[0] == len(p) for x, p in zip(vs, parts)):
-            extras[k] = torch.cat(vs)
-        elif isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == len(parts[0]):
-            raise ValueError(f"cannot concatenate rollouts: extras[{k!r}] has a different per-row shape in each part")
-        else: extras[k] = v                                                # e.g. the sampler's stats: the first rollout's
-    return Rollout(prompt_ids=cat("prompt_ids", lambda x: lpad(x, P, pad_id)), prompt_mask=cat("prompt_mask", lambda x: lpad(x, P, 0)),
-                   completion_ids=cat("completion_ids", lambda x: rpad(x, C, pad_id)), completion_mask=cat("completion_mask", lambda x: rpad(x, C, 0)),
-                   sampler_logprobs=cat("sampler_logprobs", lambda x: rpad(x, C, 0.0)), group=torch.cat(groups), lengths=cat("lengths"),
-                   truncated=cat("truncated"), prompts=[s for p in parts for s in p.prompts], completions=[s for p in parts for s in p.completions],
-                   rewards=cat("rewards") if all(p.rewards is not None for p in parts) else None, extras=extras)
-
-# %% ../nbs/07_trainer.ipynb #a278d46d
-from .tasks import trl_completions
-
-@dataclass
-class StepState:
-    "The fields of transformers' TrainerState that reward functions read, for TRL's `trainer_state` keyword."
-    global_step: int = 0                 # RL steps done before this rollout
-    max_steps: int = 0                   # the run's steps (cfg.steps)
-    epoch: float = 0.0                   # prompts drawn so far / training prompts
-    log_history: list = field(default_factory=list)  # the metrics of the steps done (Trainer.history)
-    is_local_process_zero: bool = True
-    is_world_process_zero: bool = True
-
-@patch(as_prop=True)
-def trainer_state(self: Trainer) -> StepState:
-    "Where the run stands, as TRL hands it to reward functions (`trainer_state`)."
-    acc = self.accelerator
-    return StepState(global_step=self.step, max_steps=self.cfg.steps, epoch=self.step * self.cfg.prompts_per_step / max(len(self.task.train), 1),
-                     log_history=getattr(self, "history", []), is_local_process_zero=acc is None or acc.is_local_main_process,
-                     is_world_process_zero=self.rank == 0)
-
-def completion_id_lists(r: Rollout) -> list[list[int]]:
-    "Each row's sampled ids up to and including its stop token, without padding (TRL's `completion_ids`)."
-    return [row[:n].tolist() for row, n in zip(r.completion_ids.cpu(), r.lengths.cpu().tolist())]
-
-@patch
-def reward_kwargs(self: Trainer, prompts: list, completions: list[str],  # one per row; prompts as texts or message lists
-                  completion_ids: list[list[int]], columns: dict) -> dict:  # the rows' unpadded ids; the dataset's other columns, one value per row
-    "The keyword arguments TRL's GRPOTrainer gives a reward function: the columns, then prompts, completions, completion_ids and trainer_state over them."
-    return columns | dict(prompts=prompts, completions=trl_completions(prompts, completions), completion_ids=completion_ids,
-                          trainer_state=self.trainer_state)
-
-# %% ../nbs/07_trainer.ipynb #90a9e761
-from .tasks import combine_rewards, RewardMix, reward_values
-
-@patch(as_prop=True)
-def reward_mix(self: Trainer) -> RewardMix | None:
-    "cfg.reward_funcs with their weights, resolved once; None when the run uses the task's own rewards."
-    if self.cfg.reward_funcs is None: return None
-    if getattr(self, "_reward_mix", None) is None: self._reward_mix = combine_rewards(self.cfg.reward_funcs, self.cfg.reward_weights)
-    return self._reward_mix
-
-@patch
-def correctness(self: Trainer, prompts: list[str], completions: list[str], **columns) -> list[float]:
-    "The task's correctness reward; for a task without one (a dataset without answers), the weighted reward_funcs."
-    fn = self.task.reward_fn
-    if fn is not None:
-        name = getattr(fn, "__name__", type(fn).__name__)
-        return reward_values(fn(prompts=prompts, completions=completions, **columns), name, len(completions))
-    if self.reward_mix is None: raise ValueError(f"task {self.task.name!r} has no correctness reward (no answer column): set reward_funcs")
-    return self.reward_mix(prompts, completions, **columns)
-
-@patch
-def mixed_rewards(self: Trainer, prompts: list, completions: list,
-                  columns: dict,  # the other keyword arguments (reward_kwargs; a `prompts` or `completions` entry there is ignored)
-                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    "With cfg.reward_funcs: the weighted sum (B,), the correctness (B,) and each function's rewards (B, K), on the trainer's device."
-    mix, fn = self.reward_mix, self.task.reward_fn
-    columns = {k: v for k, v in columns.items() if k not in ("prompts", "completions")}
-    total, cols = mix.score(prompts, completions, **columns)
-    same = [n for n, f in zip(mix.names, mix.funcs) if f is fn]            # the task's correctness is one of them: no second call
-    correct = total if fn is None else cols[same[0]] if same else fn(prompts=prompts, completions=completions, **columns)
-    per_fn = torch.tensor([cols[n] for n in mix.names], dtype=torch.float32).T   # (B, K)
-    return (torch.tensor(total, dtype=torch.float32).to(self.device), torch.tensor(correct, dtype=torch.float32).to(self.device),
-            per_fn.to(self.device))
-
-def reward_func_metrics(names: list[str],  # the reward functions' names (RewardMix.names)
-                        rewards: torch.Tensor,  # (B, K) their rewards, NaN where a function did not apply
-                       ) -> dict:
-    "TRL's per-function columns: rewards/<name>/mean and rewards/<name>/std over the rows where each function applied."
-    out = {}
-    for name, col in zip(names, rewards.T.float().cpu()):
-        v = col[~col.isnan()]
-        out[f"rewards/{name}/mean"] = v.mean().item() if len(v) else math.nan
-        out[f"rewards/{name}/std"] = v.std().item() if len(v) > 1 else 0.0
-    return out
 
 # %% ../nbs/07_trainer.ipynb #5cfdfd30
 @patch
@@ -1027,9 +636,6 @@ def loss(self: Trainer, mb: Rollout, n_tokens_in_minibatch: int, n_micro: float 
     return loss, info | {"loss": loss.item()}
 
 # %% ../nbs/07_trainer.ipynb #704ef3e5
-@patch
-def _pairs_for_dpo(self: Trainer, r: Rollout) -> Rollout: return dpo_pairs(self, r)
-
 @patch
 def needs_old_logprobs(self: Trainer, rows: int) -> bool:
     "Whether a no-grad pass must record log pi_old: not when each rollout is used for exactly one optimizer step (then ratio = 1) and nothing else asks for it."
@@ -1147,236 +753,7 @@ def _update(self: Trainer, r: Rollout) -> dict:
             n_taken += 1
     return {k: v / n_taken for k, v in taken.items()} if n_taken else {k: v / n_all for k, v in every.items()}
 
-# %% ../nbs/07_trainer.ipynb #72e573bb
-import re
-from safetensors.torch import save as _st_save, load as _st_load
-from .core import RunDirError, claim_run_dir, flatten_state, unflatten_state, inside_run
-
-_MANIFEST = re.compile(r"step_(\d{6,})\.json")
-
-def _sha256(data: bytes) -> str: return hashlib.sha256(data).hexdigest()
-
-def _manifests(d: Path) -> list[Path]:
-    "The checkpoint manifests in `d`, oldest step first."
-    found = [p for p in d.iterdir() if _MANIFEST.fullmatch(p.name)] if d.is_dir() else []
-    return sorted(found, key=lambda p: int(_MANIFEST.fullmatch(p.name)[1]))
-
-def stateful_hooks(trainer) -> dict:
-    "{'point[i]': obj} for each hook that, or whose bound object (`fn.__self__`), has state_dict/load_state_dict; each object once."
-    found, seen = {}, set()
-    for point, fns in trainer.hooks.items():
-        for i, fn in enumerate(fns):
-            obj = next((o for o in (fn, getattr(fn, "__self__", None)) if o is not None
-                        and callable(getattr(o, "state_dict", None)) and callable(getattr(o, "load_state_dict", None))), None)
-            if obj is not None and id(obj) not in seen: seen.add(id(obj)); found[f"{point}[{i}]"] = obj
-    return found
-
-@patch
-def save_checkpoint(self: Trainer) -> Path:
-    "Write checkpoints/step_NNNNNN.safetensors (tensors) and .state.json (the rest) atomically, then the manifest step_NNNNNN.json naming both with their SHA-256; keep the newest `keep_checkpoints`."
-    for p in self.policy.parameters():
-        if not torch.isfinite(p).all(): raise TrainingStopped("refusing to checkpoint: the policy has non-finite weights")
-    policy, policy_info = self._policy_state()                      # LoRA: the adapters only, and the base's SHA-256
-    state = dict(step=self.step, skipped_steps=self.skipped_steps, bad_steps=self.bad_steps, sft_accuracy=self.sft_accuracy,
-                 policy=policy, opt=self.opt.state_dict(), sched=self.sched.state_dict(), **({"scaler": self.scaler.state_dict()} if self.scaler is not None else {}),
-                 critic=self.critic.state_dict() if self.critic else None, rng=rng_state(),
-                 gens=self._gen_states(), config=asdict(self.cfg),
-                 hooks={k: dict(type=type(o).__qualname__, state=o.state_dict()) for k, o in stateful_hooks(self).items()},
-                 **(dict(world_size=self.world_size) if self.world_size > 1 else {}))
-    if self.rank: self.checkpoint_step = self.step; return None    # several processes: rank 0 writes (every rank took part in _gen_states)
-    d = self.out / "checkpoints"; d.mkdir(parents=True, exist_ok=True)
-    skeleton, tensors = flatten_state(state)
-    stem, manifest = f"step_{self.step:06d}", dict(step=self.step) | policy_info
-    for part, name, data in (("tensors", f"step_{self.step:06d}.safetensors", _st_save(tensors)),
-                             ("state", f"step_{self.step:06d}.state.json", json.dumps(skeleton).encode())):
-        with atomic_write(d / name) as f: f.write(data)
-        manifest[part] = dict(file=name, sha256=_sha256(data))
-    with atomic_write(d / f"{stem}.json", "w") as f: f.write(json.dumps(manifest))   # written last: it marks the checkpoint complete
-    for old in _manifests(d)[:-self.cfg.keep_checkpoints]:
-        old.unlink()
-        for suffix in (".safetensors", ".state.json"): (d / f"{old.stem}{suffix}").unlink(missing_ok=True)
-    self.checkpoint_step = self.step
-    return d / f"{stem}.json"
-
-# %% ../nbs/07_trainer.ipynb #d15a0004
-def state_sha256(tensors: dict) -> str:
-    "SHA-256 of named tensors (names, dtypes, shapes and bytes, in name order): the identity of a model's frozen base weights."
-    h = hashlib.sha256()
-    for k in sorted(tensors):
-        t = tensors[k].detach().cpu().contiguous()
-        h.update(f"{k}|{t.dtype}|{tuple(t.shape)}\n".encode()); h.update(t.reshape(-1).view(torch.uint8).numpy())
-    return h.hexdigest()
-
-@patch
-def _frozen_names(self: Trainer) -> set:
-    "State-dict names of the policy's frozen parameters (under LoRA: the whole base model)."
-    return {n for n, p in self.policy.named_parameters(remove_duplicate=False) if not p.requires_grad}
-
-@patch
-def _policy_state(self: Trainer) -> tuple[dict, dict]:
-    "(what a checkpoint stores of the policy, what its manifest says about it): every tensor when all train, else the trainable ones and base_sha256."
-    sd, frozen = self.policy.state_dict(), self._frozen_names()
-    if not frozen: return sd, {}
-    if getattr(self, "_base_sha", None) is None: self._base_sha = state_sha256({k: sd[k] for k in frozen})   # frozen: hashed once per run
-    return {k: v for k, v in sd.items() if k not in frozen}, dict(base_sha256=self._base_sha, base_tensors=len(frozen))
-
-@patch
-def _load_policy_state(self: Trainer, policy_state: dict, info: dict, path):
-    "Restore the policy from a checkpoint: all of it, or (manifest with base_sha256) the trainable tensors onto the same frozen base."
-    if "base_sha256" not in info: return self.policy.load_state_dict(policy_state)
-    frozen = self._frozen_names()
-    if not frozen: raise RunDirError(f"checkpoint {path} holds only the trainable tensors of a partly frozen (LoRA) policy, but this policy trains every weight")
-    sd = self.policy.state_dict()
-    mine = state_sha256({k: sd[k] for k in frozen})
-    if mine != info["base_sha256"]:
-        raise RunDirError(f"checkpoint {path} was trained on other base weights (SHA-256 {info['base_sha256'][:12]}..., this model's {mine[:12]}...); resume from the run's own model")
-    missing, unexpected = self.policy.load_state_dict(policy_state, strict=False)
-    if unexpected or set(missing) != frozen:
-        raise RunDirError(f"checkpoint {path} does not match this policy's trainable tensors (unexpected {sorted(unexpected)[:3]}, missing {sorted(set(missing) - frozen)[:3]})")
-    self._base_sha = mine
-
-# %% ../nbs/07_trainer.ipynb #c1a7e201
-def read_manifest(path) -> dict:
-    "A checkpoint manifest, validated: a JSON object whose `tensors` and `state` entries name a file inside its folder and its SHA-256."
-    path = Path(path)
-    if path.is_symlink():
-        raise RunDirError(f"checkpoint manifest {path} is a symbolic link; "
-                          "rlref reads nothing outside the run directory")
-    try: info = json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError: raise RunDirError(f"checkpoint manifest {path} is not UTF-8 text") from None
-    except json.JSONDecodeError as e: raise RunDirError(f"checkpoint manifest {path} is not JSON ({e.msg})") from None
-    if not isinstance(info, dict): raise RunDirError(f"checkpoint manifest {path} is a JSON {type(info).__name__}, not an object")
-    if "file" in info and "tensors" not in info:
-        raise RunDirError(f"checkpoint manifest {path} describes an old pickle checkpoint, which rlref no longer loads (it could run code)")
-    if type(info.get("step")) is not int: raise RunDirError(f"checkpoint manifest {path} has no integer 'step'")
-    for part, suffix in (("tensors", ".safetensors"), ("state", ".state.json")):
-        e = info.get(part)
-        if not (isinstance(e, dict) and isinstance(e.get("file"), str) and isinstance(e.get("sha256"), str)):
-            raise RunDirError(f"checkpoint manifest {path} has no valid {part!r} entry (a file name and its sha256)")
-        name = e["file"]
-        if Path(name).name != name or name in ("", ".", "..") or "\\" in name or not name.endswith(suffix):
-            raise RunDirError(f"checkpoint manifest {path} names {name!r}, which is not a {suffix} file in {path.parent}")
-    return info
-
-def _read_verified(path: Path, entry: dict) -> bytes:
-    "The bytes of the file a manifest entry names, checked against its SHA-256."
-    f = path.parent / entry["file"]
-    if f.is_symlink():
-        raise RunDirError(f"checkpoint file {f} is a symbolic link; rlref reads nothing outside the run directory")
-    if not f.is_file(): raise RunDirError(f"checkpoint file {f} is missing")
-    data = f.read_bytes()
-    if _sha256(data) != entry["sha256"]: raise RunDirError(f"checkpoint file {f} is corrupt: its SHA-256 does not match the manifest")
-    return data
-
-def find_checkpoint(out) -> Path:
-    "The manifest of the newest complete, uncorrupted checkpoint under out/checkpoints (warns about each one it skips)."
-    d = inside_run(out, Path(out) / "checkpoints", "checkpoints folder")   # a linked folder's files lie elsewhere
-    manifests = _manifests(d)
-    for p in sorted(d.glob("*.pt")) if d.is_dir() else []:
-        warnings.warn(f"ignoring {p}: pickle checkpoints are never loaded (they can run code); rlref writes .safetensors + .json")
-    named = {f"{m.stem}{s}" for m in manifests for s in (".safetensors", ".state.json")}
-    for p in sorted(d.glob("step_*.safetensors")) if d.is_dir() else []:
-        if p.name not in named: warnings.warn(f"ignoring partial checkpoint {p} (no manifest)")
-    for man in reversed(manifests):
-        try:
-            info = read_manifest(man)
-            for part in ("tensors", "state"): _read_verified(man, info[part])
-        except RunDirError as e: warnings.warn(f"ignoring checkpoint: {e}"); continue
-        return man
-    raise FileNotFoundError(f"no complete checkpoint to resume from in {d}")
-
-def _describe_hooks(hooks: dict) -> str: return ", ".join(f"{k}: {v}" for k, v in hooks.items()) or "none"
-
-@patch
-def load_checkpoint(self: Trainer, path):  # a manifest from find_checkpoint (or its .safetensors file)
-    "Restore every piece of state saved by save_checkpoint, hook state included; nothing is unpickled."
-    path = Path(path)
-    if path.name.endswith(".safetensors"): path = path.with_name(path.name.removesuffix(".safetensors") + ".json")
-    info = read_manifest(path)
-    try:
-        tensors = _st_load(_read_verified(path, info["tensors"]))
-        state = unflatten_state(json.loads(_read_verified(path, info["state"]).decode("utf-8")), tensors)
-    except RunDirError: raise
-    except Exception as e: raise RunDirError(f"checkpoint {path} cannot be read: {type(e).__name__}: {e}") from None
-    hooks = stateful_hooks(self)
-    mine, saved = {k: type(o).__qualname__ for k, o in hooks.items()}, {k: v["type"] for k, v in state["hooks"].items()}
-    if mine != saved:
-        raise RunDirError(f"checkpoint {path} was written with stateful hooks [{_describe_hooks(saved)}] but this trainer has "
-                          f"[{_describe_hooks(mine)}]; register the same hooks, in the same order, before resuming")
-    self._check_world(state, path)
-    self._load_policy_state(state["policy"], info, path); self.opt.load_state_dict(state["opt"]); self.sched.load_state_dict(state["sched"])
-    if self.scaler is not None and "scaler" in state: self.scaler.load_state_dict(state["scaler"])   # fp16: the loss scale it had reached
-    if self.critic is not None: self.critic.load_state_dict(state["critic"])
-    for k, g in self.gens.items(): g.set_state(state["gens"][k])
-    if self.world_size > 1: self.gens["sampler"].set_state(state["gens"]["sampler_ranks"][self.rank].clone())  # this rank's stream
-    set_rng_state(state["rng"])
-    for k, o in hooks.items(): o.load_state_dict(state["hooks"][k]["state"])
-    self.step, self.skipped_steps, self.bad_steps = state["step"], state["skipped_steps"], state["bad_steps"]
-    self.sft_accuracy, self.checkpoint_step = state["sft_accuracy"], state["step"]
-
-# %% ../nbs/07_trainer.ipynb #c1a7e204
-RESUME_HARMLESS = ("progress", "out", "checkpoint_every", "keep_checkpoints")  # fields a resumed run may change: they do not change what it computes
-
-def _read_json(path: Path, what: str):
-    try: return json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e: raise RunDirError(f"{what} {path} is damaged ({e})") from None
-
-def check_resume(out, cfg: TrainConfig) -> dict | None:
-    "Refuse to resume the run in `out` with a config that would change it (only `steps` may grow); returns its summary if it already finished these steps, else None."
-    out = Path(out); cpath = inside_run(out, out / "config.json", "run config")
-    if not cpath.is_file(): raise FileNotFoundError(f"nothing to resume in {out}: it has no config.json")
-    saved, new = _read_json(cpath, "run config"), json.loads(json.dumps(asdict(cfg)))
-    if not isinstance(saved, dict): raise RunDirError(f"run config {cpath} is damaged (not a JSON object)")
-    diff = [k for k in saved if k in new and k not in RESUME_HARMLESS + ("steps",) and saved[k] != new[k]]
-    if diff:
-        raise RunDirError(f"cannot resume {out} with a different config: " + "; ".join(f"{k} {saved[k]!r} -> {new[k]!r}" for k in diff)
-                          + " (a resumed run may only extend steps; start a new run for the others)")
-    if cfg.steps < saved["steps"]:
-        raise RunDirError(f"cannot resume {out} with steps={cfg.steps}: the run has steps={saved['steps']}, and steps can only be extended")
-    if cfg.steps != saved["steps"] and cfg.lr_schedule != "constant":
-        raise RunDirError(f"cannot extend {out} from {saved['steps']} to {cfg.steps} steps: its lr_schedule={cfg.lr_schedule!r} decays over the run's steps")
-    spath = inside_run(out, out / "summary.json", "run summary")
-    summary = _read_json(spath, "run summary") if spath.is_file() else None
-    return summary if isinstance(summary, dict) and summary.get("steps") == cfg.steps else None
-
-def preflight_run(cfg: TrainConfig, resume: bool = False, overwrite: bool = False):
-    "`fit`'s checks of cfg.out (and `overwrite`'s clearing), before any write: Trainer.setup calls it first."
-    if not cfg.out:
-        if resume: raise ValueError("resume needs cfg.out (the run directory to resume from)")
-        return
-    with claim_run_dir(cfg.out, resume=resume, overwrite=overwrite) as out:
-        if resume and check_resume(out, cfg) is None: find_checkpoint(out)
-
-# %% ../nbs/07_trainer.ipynb #d15a0007
-import shutil
-
-@patch
-def save_pretrained(self: Trainer, path=None,  # where (default: out/policy, replaced as a whole)
-                   ) -> Path:
-    "Write the policy for use: `save_pretrained` plus its tokenizer (under LoRA peft's: the adapter only), loadable by `AutoModelForCausalLM` / `PeftModel`."
-    if path is None and self.out is None: raise ValueError("save_pretrained needs a path: this trainer has no cfg.out")
-    path = Path(path) if path is not None else self.out / "policy"
-    tmp, old = (path.with_name(f".{path.name}.{s}{os.getpid()}") for s in ("tmp", "old"))
-    shutil.rmtree(tmp, ignore_errors=True)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*")   # peft's save_pretrained reads a deprecated transformers attribute
-        save_policy(self.policy, self.tok, tmp)
-    info = dict(step=self.step, algorithm=self.cfg.algorithm, task=self.cfg.task, adapter_only=bool(self._frozen_names()))
-    (tmp / "rlref.json").write_text(json.dumps(info))
-    if path.exists(): os.replace(path, old)
-    os.replace(tmp, path); shutil.rmtree(old, ignore_errors=True)
-    self.policy_step = self.step
-    return path
-
 # %% ../nbs/07_trainer.ipynb #c416f6d3
-class RunInterrupted(KeyboardInterrupt):
-    "Ctrl-C during `fit`: says at which step, and from which checkpoint `resume` would continue."
-    def __init__(self, step: int, checkpoint_step: int | None):
-        self.step, self.checkpoint_step = step, checkpoint_step
-        hint = (f"continue with --resume (from the checkpoint at step {checkpoint_step})" if checkpoint_step
-                else "no checkpoint yet, so start again with --overwrite")
-        super().__init__(f"interrupted at step {step}; {hint}")
-
 @patch
 def fit(self: Trainer, resume: bool = False,  # continue the run in cfg.out from its newest complete checkpoint
         overwrite: bool = False,  # replace whatever cfg.out holds (a fresh run refuses a non-empty directory otherwise)
@@ -1431,7 +808,7 @@ def _train_loop(self: Trainer, log) -> dict:
             if log: log.log(**m)
             bar.update(1); bar.set_postfix(reward=f"{m['reward_mean']:.2f}", **({"eval": f"{m['eval_accuracy']:.2f}"} if "eval_accuracy" in m else {}))
             if self.out is not None and cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0: self._checkpoint(log)
-        if self.out is not None and cfg.checkpoint_every and self.step > first and getattr(self, "checkpoint_step", None) != self.step:
+        if self.out is not None and cfg.checkpoint_every and self.step > first and self.checkpoint_step != self.step:
             self._checkpoint(log)                              # the final state, so that extending `steps` resumes from the end
         evals, n_eval = [h for h in self.history if h.get("eval_accuracy") is not None], min(cfg.eval_limit, len(self.task.test))
         summary = dict(algorithm=cfg.algorithm, task=cfg.task, steps=cfg.steps, seed=cfg.seed,      # step 0 (the warm start) and the last eval
@@ -1439,73 +816,9 @@ def _train_loop(self: Trainer, log) -> dict:
                        eval_n=n_eval, skipped_steps=self.skipped_steps, wall_seconds=round(time.time() - t_start, 1),
                        memory=self.resolved_memory)                                           # "auto" as resolved for this policy
         if self.out is not None and self.rank == 0:
-            if getattr(self, "policy_step", None) != self.step: self.save_pretrained()   # the trained policy, before the summary marks the run done
+            if self.policy_step != self.step: self.save_pretrained()   # the trained policy, before the summary marks the run done
             with atomic_write(self.out / "summary.json", "w") as f: f.write(json.dumps(summary, indent=1))
             plot_report(self.history, self.out / "report.png", title=f"{cfg.algorithm} on {cfg.task}", start=summary)
-    except KeyboardInterrupt: raise RunInterrupted(self.step, getattr(self, "checkpoint_step", None)) from None
+    except KeyboardInterrupt: raise RunInterrupted(self.step, self.checkpoint_step) from None
     finally: bar.close()
     return summary
-
-# %% ../nbs/07_trainer.ipynb #534dd603
-def plot_report(history: list[dict], path=None, title: str = "",
-                start: dict | None = None,  # the run's summary: its sft_accuracy (sft_low, sft_high) is the held-out curve's step 0
-               ):
-    "Reward, held-out accuracy (from the warm start, with its Wilson band), entropy and approx-KL curves of a run (saved to `path` when given)."
-    import matplotlib; import matplotlib.pyplot as plt
-    fig, axs = plt.subplots(1, 4, figsize=(16, 3.2))
-    kl = "update_kl" if any("update_kl" in h for h in history) else "approx_kl"  # on-policy single updates have approx_kl = 0
-    series = [("reward_mean", "training reward"), ("eval_accuracy", "held-out exact match"), ("entropy", "entropy (nats/token)"),
-              (kl, "KL(before ‖ after) per update" if kl == "update_kl" else "approx KL")]
-    for ax, (k, label) in zip(axs, series):
-        rows = [h for h in history if h.get(k) is not None]
-        if k == "eval_accuracy" and start and start.get("sft_accuracy") is not None:
-            rows = [dict(step=0, eval_accuracy=start["sft_accuracy"], eval_low=start.get("sft_low"), eval_high=start.get("sft_high"))] + rows
-        pts = [(h["step"], h[k]) for h in rows]
-        if pts: ax.plot(*zip(*pts), marker="o" if k == "eval_accuracy" else None, ms=3)
-        band = [(h["step"], h["eval_low"], h["eval_high"]) for h in rows if h.get("eval_low") is not None]
-        if k == "eval_accuracy" and band: ax.fill_between(*zip(*band), alpha=0.25, lw=0, label="Wilson 95%")
-        ax.set(xlabel="step", title=label)
-    fig.suptitle(title); fig.tight_layout()
-    if path is not None: fig.savefig(path, dpi=80); plt.close(fig)
-    return fig
-
-# %% ../nbs/07_trainer.ipynb #d15a000c
-def emulate_data_parallel(trainer: Trainer, world_size: int) -> Trainer:
-    "Make a one-process trainer sample each step's batch as `world_size` ranks would (the same prompts; shard s drawn with rank s's sampler seed), then learn on all of it."
-    if trainer.world_size != 1: raise ValueError(f"emulate_data_parallel needs a one-process trainer, this one has world_size={trainer.world_size}")
-    check_data_parallel(trainer.cfg, world_size)
-    for s in range(1, world_size): trainer.gens[f"sampler{s}"] = torch.Generator(device=trainer.device).manual_seed(sampler_seed(trainer.cfg.seed, s))
-    one = trainer.rollout
-    def rollout() -> Rollout:
-        start, parts, own = trainer.gens["prompts"].get_state(), [], trainer.gens["sampler"]
-        for s in range(world_size):
-            trainer.gens["prompts"].set_state(start); trainer.shard = (s, world_size)   # the same draw; shard s of it
-            trainer.gens["sampler"] = trainer.gens[f"sampler{s}"] if s else own
-            try: parts.append(one())
-            finally: trainer.gens["sampler"], trainer.shard = own, (0, 1)
-        return concat_rollouts(parts, trainer.tok.pad_token_id)
-    trainer.rollout = rollout
-    return trainer
-
-# %% ../nbs/07_trainer.ipynb #5d7e0b08
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
-from torch.multiprocessing.reductions import StorageWeakRef
-
-class TensorMemory(TorchDispatchMode):
-    "Inside the block: bytes of live tensor storages created by torch ops (`now`) and their maximum (`peak`), on any device; views and pre-existing tensors are not counted."
-    def __enter__(self):
-        self.live, self.now, self.peak = {}, 0, 0
-        return super().__enter__()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for k in [k for k, (ref, _) in self.live.items() if ref.expired()]: self.now -= self.live.pop(k)[1]   # freed since the last op
-        inputs = {StorageWeakRef(t.untyped_storage()).cdata for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
-        for t in tree_leaves(out):
-            if not isinstance(t, torch.Tensor): continue
-            ref = StorageWeakRef(t.untyped_storage())
-            if ref.cdata in inputs or ref.cdata in self.live: continue     # a view or in-place result, or already counted
-            self.live[ref.cdata] = (ref, t.untyped_storage().nbytes()); self.now += self.live[ref.cdata][1]
-        self.peak = max(self.peak, self.now)
-        return out
