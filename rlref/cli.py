@@ -11,7 +11,8 @@ from .core import seed_everything, JsonlLogger, atomic_write, get_device, check_
 from .core import inside_run, check_json_size, MAX_JSON_DEPTH
 from .models import make_char_tokenizer, make_tiny_llama, save_policy, sft_warm_start, MODEL_PRESETS
 from .tasks import make_task, exact_match, TASKS
-from .trainer import TrainConfig, Trainer, recipe_config, RECIPES, check_resume, find_checkpoint, read_manifest, RunInterrupted, TrainingStopped
+from .trainer import TrainConfig, Trainer, recipe_config, RECIPES
+from .train.checkpoints import check_resume, find_checkpoint, read_manifest, RunInterrupted, TrainingStopped
 
 # %% auto #0
 __all__ = ['SEED_RANGE', 'MAX_CONFIG_BYTES', 'TRAIN_DEFAULTS', 'OVERWRITE_HELP', 'TRL_EQUIVALENTS', 'PENDING_FIELDS',

@@ -466,7 +466,7 @@ class Trainer(Precision, DataParallel, Checkpoints, Rewards):
         self.gens = {k: torch.Generator(device="cpu").manual_seed(cfg.seed * 1000 + i) for i, k in enumerate(("prompts", "shuffle"))}
         self.gens["sampler"] = torch.Generator(device=self.device).manual_seed(cfg.seed * 1000 + 2)
         self.out = Path(cfg.out) if cfg.out else None
-        self.accelerator, self.learner, self.rank, self.world_size, self.shard = None, policy, 0, 1, (0, 1)  # one process (see "Several processes")
+        self.accelerator, self.learner, self.rank, self.world_size, self.shard = None, policy, 0, 1, (0, 1)  # one process (see rlref.train.parallel)
         if accelerator is not None or int(os.environ.get("WORLD_SIZE", "1")) > 1: self._init_data_parallel(accelerator)
 
     def add_hook(self, point: str, fn: Callable, needs_old_logprobs: bool | None = None):

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest, torch
 from safetensors.torch import load_file
 from rlref.core import read_jsonl
-from rlref.trainer import Trainer, recipe_config, emulate_data_parallel, check_data_parallel, sampler_seed
+from rlref.trainer import Trainer, recipe_config
+from rlref.train.parallel import emulate_data_parallel, check_data_parallel, sampler_seed
 
 K = 3            # steps
 LR = 3e-4        # the testbed recipe's
@@ -18,7 +19,8 @@ CFG = dict(steps=K, prompts_per_step=8, samples_per_prompt=4, eval_every=K, eval
 
 SCRIPT = r"""
 import json, sys
-from rlref.trainer import Trainer, recipe_config, RunInterrupted
+from rlref.trainer import Trainer, recipe_config
+from rlref.train.checkpoints import RunInterrupted
 cfg = recipe_config(sys.argv[1], **json.loads(sys.argv[2])); stop, resume = int(sys.argv[3]), sys.argv[4] == "1"
 tr = Trainer.setup(cfg, resume=resume)
 assert tr.world_size == 2 and type(tr.learner).__name__ == "DistributedDataParallel", (tr.world_size, type(tr.learner))
@@ -131,7 +133,7 @@ def test_resume_under_two_processes_is_exact(two, tmp_path):
 
 def test_a_checkpoint_of_two_processes_is_refused_by_one(two):
     "Each rank's sampler stream is part of the state: resuming on another number of processes would not continue the run."
-    from rlref.trainer import find_checkpoint
+    from rlref.train.checkpoints import find_checkpoint
     from rlref.core import RunDirError
     tr = Trainer.setup(recipe_config(RECIPE, **CFG))
     with pytest.raises(RunDirError, match=r"written by 2 process\(es\) but this run has 1; resume it with 2"): tr.load_checkpoint(find_checkpoint(two))

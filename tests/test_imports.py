@@ -25,6 +25,7 @@ LAYERS = {
     "rollout": 3, "kvcache": 3,                                     # sampling: rollout, fused forward, kv caches
     "advantages": 4, "losses": 4, "flow.rl": 4,                     # algos: advantages, losses
     "trainer": 5,                                                   # train: config, loop, precision, checkpoints
+    "train": 5, **{f"train.{m}": 5 for m in ("precision", "parallel", "checkpoints", "rewards", "report")},
     "vision": 6, "flow.hacking": 6,                                 # methods/, images/: mechanisms
     **{f"methods.{m}": 6 for m in ("data_efficiency", "entropy", "error_counting", "judges", "logit_averaging",
                                    "pipo", "prpo", "rank1", "replay", "sparse_rollouts")},
@@ -50,7 +51,9 @@ ALLOWED_PRIVATE = {
     ("methods.pipo", "methods.replay._plain"): "pipo imports replay's private _plain",
 }
 ALLOWED_CIRCLES = [
-    {"trainer", "testbed"},   # trainer -> testbed (WARM_STARTS, warm_start_dir); testbed -> trainer (Trainer, ...)
+    # trainer -> testbed (WARM_STARTS, warm_start_dir); testbed -> trainer (Trainer, ...); train.parallel -> trainer
+    # (ALGORITHMS, LOCAL_ADVANTAGE_ALGORITHMS in check_data_parallel, a function-level import until the registry moves down)
+    {"trainer", "testbed", "train.parallel"},
 ]
 
 

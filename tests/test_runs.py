@@ -5,7 +5,8 @@ import json, os, pickle, shutil, subprocess, sys, warnings
 from pathlib import Path
 import pytest, torch
 from rlref.core import RunDirError, claim_run_dir, run_lock, holds_run_lock, check_out_path, read_jsonl
-from rlref.trainer import Trainer, recipe_config, find_checkpoint, read_manifest, RunInterrupted, preflight_run
+from rlref.trainer import Trainer, recipe_config
+from rlref.train.checkpoints import find_checkpoint, read_manifest, RunInterrupted, preflight_run
 from rlref.cli import run_train
 
 TINY = dict(sft_steps=0, steps=4, prompts_per_step=4, samples_per_prompt=4, eval_every=2, eval_limit=10, kl_every=0,
@@ -192,7 +193,8 @@ def test_a_crafted_pickle_checkpoint_never_runs(ckpt_run, tmp_path):
         warnings.simplefilter("always"); man = find_checkpoint(ckpt_run)
     msgs = " | ".join(str(x.message) for x in w)
     assert man.name == "step_000002.json"
-    assert "pickle checkpoints are never loaded" in msgs and "old pickle checkpoint" in msgs and "'step_000009.pt', which is not a .safetensors file" in msgs
+    assert "step_000009.json has no valid 'tensors' entry" in msgs                     # the old format: no safetensors file
+    assert "'step_000009.pt', which is not a .safetensors file" in msgs
     Trainer.setup(tiny(None, steps=2, checkpoint_every=1)).load_checkpoint(man)
     assert not marker.exists()
 
