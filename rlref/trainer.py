@@ -24,7 +24,8 @@ from .losses import (grpo_loss, value_loss, online_dpo_loss, importance_weights,
                           zero_std_group_fraction, aggregate_loss, AGGREGATION_MODES, IS_MODES)
 from .train.precision import Precision, BaseReference, frozen_reference, resolve_precision
 from .train.parallel import DataParallel, data_parallel_accelerator, on_main
-from .train.checkpoints import Checkpoints, TrainingStopped, RunInterrupted, check_resume, find_checkpoint, preflight_run
+from .train.checkpoints import Checkpoints, TrainingStopped, RunInterrupted
+from .train.checkpoints import check_resume, find_checkpoint, preflight_run
 from .train.rewards import Rewards, soft_overlong_penalty, concat_rollouts, completion_id_lists, reward_func_metrics
 from .train.report import accuracy_interval, plot_report
 

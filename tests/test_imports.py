@@ -52,7 +52,8 @@ ALLOWED_PRIVATE = {
 }
 ALLOWED_CIRCLES = [
     # trainer -> testbed (WARM_STARTS, warm_start_dir); testbed -> trainer (Trainer, ...); train.parallel -> trainer
-    # (ALGORITHMS, LOCAL_ADVANTAGE_ALGORITHMS in check_data_parallel, a function-level import until the registry moves down)
+    # (ALGORITHMS, LOCAL_ADVANTAGE_ALGORITHMS in check_data_parallel: a function-level import until the registry
+    # moves below the trainer)
     {"trainer", "testbed", "train.parallel"},
 ]
 
