@@ -11,7 +11,7 @@ from .core import seed_everything, mcnemar
 from .models import load_policy
 from .tasks import make_task, greedy_completions
 from .trainer import recipe_config, Trainer
-from .testbed import warm_start_dir
+from .warm_start import warm_start_dir
 
 # %% auto #0
 __all__ = ['ALIGNED', 'IMPLS', 'testbed_settings', 'constant_with_warmup', 'trl_config', 'eval_steps', 'HeldOutCurve',

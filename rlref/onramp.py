@@ -13,7 +13,7 @@ from .tasks import make_task, greedy_completions
 from .rollout import response_logprobs
 from .advantages import group_normalized_rewards
 from .losses import grpo_microbatch_train_step
-from .testbed import warm_start_dir, TESTBED_TASK, EVAL_ROWS
+from .warm_start import warm_start_dir, TESTBED_TASK, EVAL_ROWS
 
 # %% auto #0
 __all__ = ['load_testbed', 'sample_responses', 'pair_reward', 'heldout_hits', 'answer_logprob', 'reinforce_step', 'onramp_run',

@@ -16,9 +16,9 @@ from .models import is_conversational
 __all__ = ['TASKS', 'DATA_FILE_BUILDERS', 'TEST_SPLITS', 'REWARD_FUNCS', 'parse_int', 'arith_canonical', 'make_arithmetic',
            'completion_text', 'trl_completions', 'correctness_reward', 'format_reward', 'safe_eval', 'make_countdown',
            'countdown_reward', 'countdown_format_reward', 'make_recall', 'recall_reward', 'Task', 'make_task',
-           'canonical_form', 'split_leaks', 'greedy_completions', 'reward_values', 'exact_match', 'last_boxed',
-           'extract_answer', 'parse_last_number', 'parse_choice_letter', 'normalize_answer', 'answer_reward',
-           'load_rows', 'task_splits', 'task_columns', 'make_dataset_task', 'reward_func', 'RewardMix',
+           'heldout_recall', 'canonical_form', 'split_leaks', 'greedy_completions', 'reward_values', 'exact_match',
+           'last_boxed', 'extract_answer', 'parse_last_number', 'parse_choice_letter', 'normalize_answer',
+           'answer_reward', 'load_rows', 'task_splits', 'task_columns', 'make_dataset_task', 'reward_func', 'RewardMix',
            'combine_rewards']
 
 # %% ../nbs/02_tasks.ipynb #7c77cda5
@@ -256,6 +256,19 @@ def make_task(name: str, **kwargs) -> Task:
         raise ValueError(f"unknown argument(s) {sorted(set(kwargs) - known)} for task {name!r}; it takes {sorted(known)}")
     tr, te, reward, fmt, max_new = TASKS[name](**kwargs)
     return Task(name, tr, te, reward, fmt, max_new)
+
+# %% ../nbs/02_tasks.ipynb #5e1c0a7d
+def heldout_recall(task, n: int,  # prompts wanted (at least the task's test split)
+                   n_pairs: int = 6,  # must match the task's
+                   seed: int = 1,  # seed of the fresh prompts (the task used another)
+                  ):
+    "The task's test split extended to `n` prompts by fresh recall prompts, none of which occurs in its train or test split."
+    if n < len(task.test): raise ValueError(f"n={n} is smaller than the task's {len(task.test)} test prompts")
+    from datasets import concatenate_datasets
+    seen = set(task.train["prompt"]) | set(task.test["prompt"])
+    fresh = make_recall(n_pairs=n_pairs, n_train=1, n_test=2 * (n - len(task.test)) + 16, seed=seed)[1]
+    fresh = fresh.filter(lambda r: r["prompt"] not in seen)
+    return concatenate_datasets([task.test, fresh.select(range(n - len(task.test)))])
 
 # %% ../nbs/02_tasks.ipynb #c5d6e7f8
 _ARITH_RE = re.compile(r"(\d+)([+\-*])(\d+)=")

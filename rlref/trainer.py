@@ -291,7 +291,7 @@ class TrainConfig:
             except (TypeError, ValueError): raise ValueError(f"task_kwargs must be JSON-serialisable when out is set (config.json), got {self.task_kwargs!r}; "
                                                              "pass a dataset as a path (save_to_disk) instead of an object") from None
         if self.warm_start is not None:
-            from .testbed import WARM_STARTS
+            from .warm_start import WARM_STARTS
             choose("warm_start", WARM_STARTS, "warm start")
             if self.model is not None: raise ValueError(f"set model or warm_start, not both (got model={self.model!r}, warm_start={self.warm_start!r})")
             ws = WARM_STARTS[self.warm_start]
@@ -617,7 +617,7 @@ def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False,  # continue the 
     sft_acc = None
     store, _ = resolve_precision(cfg.dtype, cfg.mixed_precision, get_device())   # the dtype the weights are loaded in
     if cfg.warm_start is not None:
-        from .testbed import warm_start_dir
+        from .warm_start import warm_start_dir
         policy, tok = load_policy(warm_start_dir(cfg.warm_start, cfg.seed), dtype=store)   # the same weights on every machine (SHA-256 checked)
     elif cfg.model is not None:
         policy, tok = load_policy(cfg.model, dtype=store)

@@ -200,7 +200,7 @@ def format_warm_start(seed: int = 0,
                      ) -> Path:
     """The format-task warm start of `seed`: the testbed's shipped arith2 warm start of that seed, fine-tuned on `<ans>sum</ans>` targets of
     its own training split until the validation rows (test[500:]) are in format at `target_format`; built once into the cache."""
-    from rlref.testbed import warm_start_dir, cached_warm_start_path, TESTBED_TASK, validation_split
+    from rlref.warm_start import warm_start_dir, cached_warm_start_path, TESTBED_TASK, validation_split
     from rlref.models import load_policy, save_policy, sft_warm_start
     from rlref.core import seed_everything
     spec = ANS_WARM_START | overrides
