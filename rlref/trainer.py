@@ -17,7 +17,8 @@ from .core import seed_everything, rng_state, set_rng_state, get_device, masked_
 from .core import check_json_size
 from .models import make_char_tokenizer, make_tiny_llama, load_policy, save_policy, sft_warm_start, add_lora, MODEL_PRESETS
 from .models import LORA_TARGETS, check_lora, check_chat_template_kwargs, is_conversational
-from .tasks import make_task, exact_match, TASKS
+from .tasks import make_task, TASKS
+from .evaluation import exact_match
 from .rollout import Rollout, sample, completion_logprobs, batch_plan
 from .advantages import compute_advantages, gae_advantages, dynamic_sampling_filter
 from .losses import (grpo_loss, value_loss, online_dpo_loss, importance_weights, kl_estimate, approx_kl,
@@ -277,7 +278,7 @@ class TrainConfig:
         choose("algorithm", ALGORITHMS); choose("task", sorted(TASKS))
         if self.reward_weights is not None and self.reward_funcs is None: raise ValueError("reward_weights needs reward_funcs (one weight per reward function)")
         if self.reward_funcs is not None:
-            from rlref.tasks import combine_rewards
+            from rlref.rewards import combine_rewards
             need(isinstance(self.reward_funcs, (list, tuple)), "reward_funcs", "a list of REWARD_FUNCS names, 'module:function' strings or callables, or None")
             combine_rewards(self.reward_funcs, self.reward_weights)       # unknown name, bad import string, weights: one ValueError naming the entry
             if self.format_weight: raise ValueError("set format_weight or reward_funcs, not both: with reward_funcs the reward is their weighted sum (add 'format' with a weight)")
@@ -649,7 +650,7 @@ def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False,  # continue the 
     return trainer
 
 from .core import wilson_interval
-from .tasks import greedy_completions
+from .evaluation import greedy_completions
 
 @patch
 def evaluate(self: Trainer, per_prompt: bool = False,  # return which prompts were solved, (N,) bool, for paired tests (rlref.core.mcnemar)
@@ -900,7 +901,7 @@ def concat_rollouts(parts: list[Rollout], pad_id: int) -> Rollout:
                    rewards=cat("rewards") if all(p.rewards is not None for p in parts) else None, extras=extras)
 
 # %% ../nbs/07_trainer.ipynb #a278d46d
-from .tasks import trl_completions
+from .evaluation import trl_completions
 
 @dataclass
 class StepState:
@@ -932,7 +933,7 @@ def reward_kwargs(self: Trainer, prompts: list, completions: list[str],  # one p
                           trainer_state=self.trainer_state)
 
 # %% ../nbs/07_trainer.ipynb #90a9e761
-from .tasks import combine_rewards, RewardMix, reward_values
+from .rewards import combine_rewards, RewardMix, reward_values
 
 @patch(as_prop=True)
 def reward_mix(self: Trainer) -> RewardMix | None:

@@ -8,7 +8,8 @@ import hashlib, json, os, time, warnings
 from pathlib import Path
 import torch
 from .core import seed_everything
-from .tasks import make_task, exact_match
+from .tasks import make_task
+from .evaluation import exact_match
 from .models import make_char_tokenizer, make_tiny_llama, sft_warm_start, save_policy
 
 # %% auto #0

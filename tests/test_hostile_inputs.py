@@ -8,7 +8,8 @@ import pytest
 import rlref.trainer
 from rlref.cli import main, run_sft, run_train
 from rlref.core import RunDirError, RUN_MARKER, is_run_dir, check_json_size
-from rlref.tasks import make_task, combine_rewards
+from rlref.tasks import make_task
+from rlref.rewards import combine_rewards
 from rlref.trainer import Trainer, TrainConfig, recipe_config, find_checkpoint
 
 TINY = dict(sft_steps=0, prompts_per_step=4, samples_per_prompt=4, eval_every=2, eval_limit=10, kl_every=0,

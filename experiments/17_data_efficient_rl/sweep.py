@@ -27,7 +27,7 @@ import torch
 from sweep_runner import run_pending, sweep_parser, parse_sweep_args
 from rlref.trainer import Trainer, recipe_config, TrainingStopped
 from rlref.warm_start import build_warm_start
-from rlref.tasks import parse_int
+from rlref.rewards import parse_int
 from rlref.methods.data_efficiency import (DataMeter, DifficultyBand, rollout_replay, few_shot_task, select_prompts, MajorityVoteReward,
                                            sampled_answers, pass_at_k_per_prompt, majority_vote)
 

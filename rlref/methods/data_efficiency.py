@@ -8,7 +8,8 @@ import dataclasses, math, warnings
 from collections import Counter
 import numpy as np
 import torch
-from ..tasks import Task, parse_int
+from ..tasks import Task
+from ..rewards import parse_int
 from ..rollout import sample
 from ..losses import zero_std_group_fraction
 from .replay import Replay, ReplayConfig

@@ -8,7 +8,9 @@ import ast, copy, json, math, os, random, re, time
 from pathlib import Path
 import torch
 from datasets import Dataset
-from ..tasks import TASKS, REWARD_FUNCS, safe_eval, make_task, greedy_completions
+from ..tasks import TASKS, make_task
+from ..rewards import REWARD_FUNCS, safe_eval
+from ..evaluation import greedy_completions
 
 # %% auto #0
 __all__ = ['COMBINE_MODES', 'FILLER_WORDS', 'MAX_EXPR_LEN', 'MIN_OPS', 'FILLER_BONUS', 'JUDGE_WARM_START', 'ALGOS', 'JUDGES',
