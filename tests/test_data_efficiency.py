@@ -5,8 +5,9 @@ survives a state_dict round trip, replay never draws a rollout older than max_ag
 import numpy as np
 import pytest
 import torch
-from rlref.methods.data_efficiency import (p_zero_signal, check_band, DataMeter, PassRateTracker, DifficultyBand, rollout_replay,
-                                           few_shot_task, pass_at_k_per_prompt, majority_vote, MajorityVoteReward, taxonomy_table)
+from rlref.methods.data_efficiency import (p_zero_signal, check_band, DataMeter, PassRateTracker, DifficultyBand,
+                                           rollout_replay, few_shot_task, pass_at_k_per_prompt, majority_vote,
+                                           MajorityVoteReward, taxonomy_table)
 from rlref.trainer import Trainer, TrainingStopped, recipe_config
 
 torch.set_num_threads(1)

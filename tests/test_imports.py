@@ -22,9 +22,9 @@ LAYERS = {
     "core": 0, "evidence": 0,                                       # core: seeding, devices, masked ops, statistics
     "tasks": 1, "rewards": 1, "flow.rewards": 1,                    # data: tasks, rewards, answer parsing
     "models": 2, "real_model": 2, "flow.model": 2,                  # models: tokenizers, presets, load_policy
-    "rollout": 3, "kvcache": 3, "evaluation": 3,                    # sampling: rollout, fused forward, kv caches, greedy eval
+    "rollout": 3, "kvcache": 3, "evaluation": 3,                    # sampling: rollout, kv caches, greedy evaluation
     "advantages": 4, "losses": 4, "flow.rl": 4,                     # algos: advantages, losses
-    "trainer": 5, "warm_start": 5,                                  # train: config, loop, precision, checkpoints, warm starts
+    "trainer": 5, "warm_start": 5,                                  # train: config, loop, checkpoints, warm starts
     "vision": 6, "flow.hacking": 6,                                 # methods/, images/: mechanisms
     **{f"methods.{m}": 6 for m in ("data_efficiency", "entropy", "error_counting", "judges", "logit_averaging",
                                    "pipo", "prpo", "rank1", "replay", "sparse_rollouts")},

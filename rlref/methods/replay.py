@@ -127,7 +127,8 @@ def plain_copy(x, where: str = "item"):
     if x is None or isinstance(x, (str, bool, int, float)): return x
     if isinstance(x, (np.integer, np.floating, np.bool_)): return x.item()
     if isinstance(x, (list, tuple)): return [plain_copy(v, where) for v in x]
-    if isinstance(x, dict) and all(isinstance(k, str) for k in x): return {k: plain_copy(v, where) for k, v in x.items()}
+    if isinstance(x, dict) and all(isinstance(k, str) for k in x):
+        return {k: plain_copy(v, where) for k, v in x.items()}
     raise TypeError(f"cannot save a {type(x).__name__} in {where} without pickling; store dicts, lists, tensors, arrays and JSON scalars")
 
 class ReplayBuffer:
