@@ -21,7 +21,7 @@ setuptools.setup(
     url=cfg['git_url'],
     packages=setuptools.find_packages(include=['rlref', 'rlref.*']),
     include_package_data=True,
-    package_data={'rlref': ['warm_starts/*/*']},   # the shipped testbed warm starts (rlref.testbed)
+    package_data={'rlref': ['warm_starts/*/*']},   # the shipped testbed warm starts (rlref.warm_start)
     install_requires=requirements,
     extras_require={'dev': dev_requirements, 'docs': docs_requirements},
     python_requires='>=' + cfg['min_python'],

@@ -10,7 +10,8 @@ from fastcore.docments import docments
 from .core import seed_everything, JsonlLogger, atomic_write, get_device, check_out_path, claim_run_dir, RunDirError
 from .core import inside_run, check_json_size, MAX_JSON_DEPTH
 from .models import make_char_tokenizer, make_tiny_llama, save_policy, sft_warm_start, MODEL_PRESETS
-from .tasks import make_task, exact_match, TASKS
+from .tasks import make_task, TASKS
+from .evaluation import exact_match
 from .trainer import TrainConfig, Trainer, recipe_config, RECIPES
 from .train.checkpoints import check_resume, find_checkpoint, read_manifest, RunInterrupted, TrainingStopped
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import torch
 from .core import seed_everything, mcnemar
 from .models import load_policy
-from .tasks import make_task, greedy_completions
+from .tasks import make_task
+from .evaluation import greedy_completions
 from .trainer import recipe_config, Trainer
-from .testbed import warm_start_dir
+from .warm_start import warm_start_dir
 
 # %% auto #0
 __all__ = ['ALIGNED', 'IMPLS', 'testbed_settings', 'constant_with_warmup', 'trl_config', 'eval_steps', 'HeldOutCurve',
@@ -92,7 +93,7 @@ class HeldOutCurve:
         prompts = list(self.rows["prompt"])
         comps = greedy_completions(model, tok, prompts, self.max_new_tokens)
         rewards = self.reward_fn(prompts, comps, **{c: list(self.rows[c]) for c in self.rows.column_names if c != "prompt"})
-        self.hits = [int(r >= 1.0) for r in rewards]                 # (N,) the rule of rlref.tasks.exact_match
+        self.hits = [int(r >= 1.0) for r in rewards]                 # (N,) the rule of rlref.evaluation.exact_match
         if self.first_hits is None: self.first_hits = self.hits
         self.points.append(dict(step=step, cpu_seconds=t - self.t0 - self.eval_cpu, exact_match=sum(self.hits) / len(self.hits)))
         self.eval_cpu += time.process_time() - t

@@ -5,18 +5,13 @@
 # %% ../nbs/09a_kvcache.ipynb #4cf8cf35
 from __future__ import annotations
 import math
-from pathlib import Path
 import torch
 import torch.nn.functional as F
-from .core import seed_everything
 from .rollout import sample, completion_logprobs
-from .models import make_char_tokenizer, make_tiny_llama, sft_warm_start, save_policy, load_policy
-from .tasks import make_task, make_recall
 
 # %% auto #0
 __all__ = ['KV_POLICIES', 'kv_cache_bytes', 'resolve_budget', 'KVPolicy', 'SinkWindowPolicy', 'H2OPolicy', 'SnapKVPolicy',
-           'make_kv_policy', 'shadow_attention_mask', 'sampler_dense_kl', 'compressed_exact_match', 'recall_warm_start',
-           'heldout_recall', 'paired_drop']
+           'make_kv_policy', 'shadow_attention_mask', 'sampler_dense_kl', 'compressed_exact_match', 'paired_drop']
 
 # %% ../nbs/09a_kvcache.ipynb #c85864c2
 def kv_cache_bytes(n_layers: int, n_kv_heads: int, head_dim: int,
@@ -157,42 +152,6 @@ def compressed_exact_match(model, tokenizer, dataset, reward_fn, kv_policy=None,
         hits += reward_fn(prompts[i:i + batch_size], ro.completions, **cols)
     hits = [float(h >= 1.0) for h in hits]
     return hits if per_prompt else sum(hits) / len(hits)
-
-# %% ../nbs/09a_kvcache.ipynb #bd629d82
-def recall_warm_start(n_pairs: int = 6,  # key-value pairs per prompt
-                      steps: int = 600,  # SFT steps
-                      batch_size: int = 64, lr: float = 3e-3,
-                      n_train: int = 5000, n_test: int = 256,  # recall prompts for SFT and for evaluation
-                      preset: str = "tiny",  # rlref.models.MODEL_PRESETS
-                      seed: int = 0,  # seeds the task, the initial weights and the SFT batches
-                      cache_dir=None,  # load the model from here when it was saved with the same arguments; else train and save
-                     ) -> tuple:
-    "A tiny Llama SFT-trained on long-range recall: `(model in eval mode, tokenizer, recall Task)`."
-    args = dict(n_pairs=n_pairs, steps=steps, batch_size=batch_size, lr=lr, n_train=n_train, n_test=n_test, preset=preset, seed=seed)
-    task = make_task("recall", n_pairs=n_pairs, n_train=n_train, n_test=n_test, seed=seed)
-    if cache_dir is not None:
-        cache_dir = Path(cache_dir) / "_".join(f"{k}{v}" for k, v in args.items())
-        if (cache_dir / "config.json").is_file():
-            model, tok = load_policy(cache_dir); return model.eval(), tok, task
-    tok = make_char_tokenizer()
-    seed_everything(seed)
-    model = make_tiny_llama(tok, preset, max_len=64, seed=seed)
-    sft_warm_start(model, tok, task.train, steps=steps, batch_size=batch_size, lr=lr, seed=seed, progress=False, log_every=steps)
-    if cache_dir is not None: save_policy(model, tok, cache_dir)
-    return model.eval(), tok, task
-
-# %% ../nbs/09a_kvcache.ipynb #5e1c0a7d
-def heldout_recall(task, n: int,  # prompts wanted (at least the task's test split)
-                   n_pairs: int = 6,  # must match the task's
-                   seed: int = 1,  # seed of the fresh prompts (the task used another)
-                  ):
-    "The task's test split extended to `n` prompts by fresh recall prompts, none of which occurs in its train or test split."
-    if n < len(task.test): raise ValueError(f"n={n} is smaller than the task's {len(task.test)} test prompts")
-    from datasets import concatenate_datasets
-    seen = set(task.train["prompt"]) | set(task.test["prompt"])
-    fresh = make_recall(n_pairs=n_pairs, n_train=1, n_test=2 * (n - len(task.test)) + 16, seed=seed)[1]
-    fresh = fresh.filter(lambda r: r["prompt"] not in seen)
-    return concatenate_datasets([task.test, fresh.select(range(n - len(task.test)))])
 
 # %% ../nbs/09a_kvcache.ipynb #19922bfd
 def paired_drop(hits_a: list, hits_b: list) -> dict:

@@ -9,11 +9,12 @@ import torch
 from tqdm import tqdm
 from .core import seed_everything, masked_normalize, wilson_interval, mcnemar
 from .models import load_policy, tokenize_prompt_and_output
-from .tasks import make_task, greedy_completions
+from .tasks import make_task
+from .evaluation import greedy_completions
 from .rollout import response_logprobs
 from .advantages import group_normalized_rewards
 from .losses import grpo_microbatch_train_step
-from .testbed import warm_start_dir, TESTBED_TASK, EVAL_ROWS
+from .warm_start import warm_start_dir, TESTBED_TASK, EVAL_ROWS
 
 # %% auto #0
 __all__ = ['load_testbed', 'sample_responses', 'pair_reward', 'heldout_hits', 'answer_logprob', 'reinforce_step', 'onramp_run',
@@ -53,7 +54,7 @@ def pair_reward(task):
 def heldout_hits(model, tokenizer, task,
                  n: int = EVAL_ROWS,  # the first n held-out prompts (the testbed reports test[:500])
                 ) -> torch.Tensor:
-    "(n,) bool: which of the first `n` held-out prompts the greedy answer gets right (the rule of `rlref.tasks.exact_match`)."
+    "(n,) bool: which of the first `n` held-out prompts the greedy answer gets right (the rule of `rlref.evaluation.exact_match`)."
     rows = task.test.select(range(min(n, len(task.test))))
     comps = greedy_completions(model, tokenizer, list(rows["prompt"]), task.max_new_tokens)
     rewards = task.reward_fn(list(rows["prompt"]), comps, **{c: list(rows[c]) for c in rows.column_names if c != "prompt"})

@@ -7,7 +7,8 @@ from __future__ import annotations
 import hashlib, importlib.util, json, os, random, shutil, subprocess, sys, tempfile
 from pathlib import Path
 from datasets import Dataset
-from .tasks import TASKS, answer_reward, format_reward, canonical_form
+from .tasks import TASKS, canonical_form
+from .rewards import answer_reward, format_reward
 
 # %% auto #0
 __all__ = ['SMOLLM2_PACKAGE', 'SMOLLM2_VERSION', 'SMOLLM2_GGUF', 'SMOLLM2_INSTALL', 'CHECKPOINT_FORMAT', 'WORD_TEMPLATES',

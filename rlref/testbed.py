@@ -4,101 +4,14 @@
 
 # %% ../nbs/07b_testbed.ipynb #a62687f6
 from __future__ import annotations
-import hashlib, json, os, time, warnings
-from pathlib import Path
+import time
 import numpy as np
 import torch
-from .core import seed_everything, wilson_interval, mcnemar
-from .tasks import make_task, exact_match
-from .models import make_char_tokenizer, make_tiny_llama, sft_warm_start, save_policy
+from .core import wilson_interval, mcnemar
 
 # %% auto #0
-__all__ = ['TESTBED_TASK', 'EVAL_ROWS', 'WARM_STARTS', 'SHIPPED', 'SETTING_KEYS', 'validation_split', 'dir_sha256',
-           'build_warm_start', 'cached_warm_start_path', 'warm_start_dir', 'testbed_run', 'load_runs', 'select_runs',
-           'gain_at', 'plot_sweep', 'sweep_table', 'plot_seed_curves', 'seed_table']
-
-# %% ../nbs/07b_testbed.ipynb #70e47750
-TESTBED_TASK = dict(task="arith", task_kwargs=dict(n_digits=2, n_train=5000, n_test=1000))  # 2-digit sums, split on unordered pairs
-EVAL_ROWS = 500  # test[:500]: the held-out set runs report (TrainConfig.eval_limit); test[500:]: validation, read only by the SFT stop
-
-def validation_split(task):
-    "The test rows after the first EVAL_ROWS: what the warm start's stopping rule reads, never what a run reports."
-    if len(task.test) <= EVAL_ROWS: raise ValueError(f"the task's test split has {len(task.test)} rows; the testbed needs more than {EVAL_ROWS} (held-out + validation)")
-    return task.test.select(range(EVAL_ROWS, len(task.test)))
-
-# %% ../nbs/07b_testbed.ipynb #3b47c522
-WARM_STARTS = {   # name -> how it is built, and the SHA-256 (dir_sha256) of each shipped seed
-    "arith2": dict(**TESTBED_TASK, target=0.5, tol=0.02, sft_lr=1e-3, sft_steps=2000, sft_batch_size=128, eval_every=2, size="tiny", max_len=64,
-                   sha256={0: "ab7c070fdc0ece87e6e7d974c392958f80495d162d0a83415d947290bb9d6fb1",
-                              1: "4509977768a491c87dcf13365767593d6f6306246d22f683465f2cf54c24bb93",
-                              2: "bcbe065dd7a288d66b4602583ceab9caf78680608a4ca4cd6a04c64e3b44a687",
-                              3: "380f4c480b15e8d200fdc18f030bbe07c213b92b38cf11b643846e5856953272",
-                              4: "e6b4589654d0b0a4ca610b399812329d6918ad925949abc70ae478db4f63d0e8"}),
-}
-SHIPPED = Path(__file__).parent / "warm_starts" if "__file__" in globals() else Path("../rlref/warm_starts")
-
-def dir_sha256(path) -> str:
-    "SHA-256 over the files load_policy reads (every file but warm_start.json), in name order: name, then bytes."
-    path, h = Path(path), hashlib.sha256()
-    files = sorted(f for f in path.iterdir() if f.is_file() and f.name != "warm_start.json")
-    if not any(f.name.endswith(".safetensors") for f in files): raise FileNotFoundError(f"{path} holds no .safetensors weights")
-    for f in files: h.update(f.name.encode() + b"\0"); h.update(f.read_bytes())
-    return h.hexdigest()
-
-# %% ../nbs/07b_testbed.ipynb #6fd902c8
-def build_warm_start(out,  # directory to write (save_policy layout + warm_start.json)
-                     name: str = "arith2",  # a key of WARM_STARTS: the recipe of the warm start
-                     seed: int = 0,  # seeds the model init, the SFT batches and the task split
-                     progress: bool = False,
-                     **overrides,  # change a WARM_STARTS field (e.g. sft_steps=20 for a quick test)
-                    ) -> dict:
-    "Train one warm start (fresh tiny model, SFT stopped in the validation band) and save it; returns its record."
-    if name not in WARM_STARTS: raise ValueError(f"unknown warm start {name!r}; choose one of {sorted(WARM_STARTS)}")
-    spec = WARM_STARTS[name] | overrides
-    seed_everything(seed)
-    task = make_task(spec["task"], seed=seed, **spec["task_kwargs"])
-    val = validation_split(task)
-    tok = make_char_tokenizer()
-    policy = make_tiny_llama(tok, spec["size"], max_len=spec["max_len"], seed=seed)
-    check = lambda m: dict(exact_match=exact_match(m, tok, val, task.reward_fn, max_new_tokens=task.max_new_tokens))
-    t0 = time.process_time()
-    hist = sft_warm_start(policy, tok, task.train, steps=spec["sft_steps"], batch_size=spec["sft_batch_size"], lr=spec["sft_lr"], seed=seed,
-                          progress=progress, eval_fn=check, eval_every=spec["eval_every"], stop_at=spec["target"], stop_tol=spec["tol"])
-    out = save_policy(policy, tok, out)
-    rec = dict(name=name, seed=seed, val_accuracy=hist[-1]["exact_match"], sft_steps=hist[-1]["step"], restored=bool(hist[-1].get("restored")),
-               cpu_seconds=round(time.process_time() - t0, 1), sha256=dir_sha256(out), torch=torch.__version__)
-    (out / "warm_start.json").write_text(json.dumps(rec, indent=1))
-    return rec
-
-# %% ../nbs/07b_testbed.ipynb #4622b7e1
-def cached_warm_start_path(name: str,  # the warm start's family, e.g. arith2 or a chapter's own (arith2ans, judgeexpr)
-                           seed: int = 0,
-                           overrides: dict | None = None,  # the recipe fields changed from the family's defaults (part of the name)
-                           cache_dir=None,  # default: $RLREF_CACHE or ~/.cache/rlref
-                          ) -> Path:
-    "Where a warm start built on this machine lives: <cache>/warm_starts/<name>[-<field><value>...]-s<seed>."
-    root = Path(cache_dir or os.environ.get("RLREF_CACHE", Path.home() / ".cache" / "rlref")) / "warm_starts"
-    tag = "" if not overrides else "-" + "-".join(f"{k}{v}" for k, v in sorted(overrides.items()))
-    return root / f"{name}{tag}-s{seed}"
-
-def warm_start_dir(name: str = "arith2",  # a key of WARM_STARTS
-                   seed: int = 0,
-                   cache_dir=None,  # where unshipped seeds are built (default: $RLREF_CACHE or ~/.cache/rlref)/warm_starts
-                  ) -> Path:
-    "The directory of warm start `name` for `seed`: the shipped one (SHA-256 checked), or one built once into the cache."
-    if name not in WARM_STARTS: raise ValueError(f"unknown warm start {name!r}; choose one of {sorted(WARM_STARTS)}")
-    shipped = WARM_STARTS[name]["sha256"]
-    if seed in shipped:
-        d = SHIPPED / f"{name}-s{seed}"
-        if not d.is_dir(): raise FileNotFoundError(f"the shipped warm start {d} is missing; reinstall rlref, or build it with build_warm_start")
-        if (got := dir_sha256(d)) != shipped[seed]:
-            raise ValueError(f"the warm start {d} does not match its SHA-256 (expected {shipped[seed][:12]}..., got {got[:12]}...): it was modified; reinstall rlref")
-        return d
-    d = cached_warm_start_path(name, seed, cache_dir=cache_dir)
-    if not (d / "warm_start.json").is_file():
-        warnings.warn(f"no shipped {name} warm start for seed {seed}: building one into {d} (it matches this machine only)")
-        build_warm_start(d, name, seed)
-    return d
+__all__ = ['SETTING_KEYS', 'testbed_run', 'load_runs', 'select_runs', 'gain_at', 'plot_sweep', 'sweep_table', 'plot_seed_curves',
+           'seed_table']
 
 # %% ../nbs/07b_testbed.ipynb #640a4e5e
 SETTING_KEYS = ("lr", "prompts_per_step", "samples_per_prompt", "temperature", "steps", "warmup_steps", "loss_type")  # what a sweep varies

@@ -17,7 +17,8 @@ from .core import seed_everything, get_device, masked_mean, masked_normalize, Js
 from .core import check_json_size, claim_run_dir, inside_run
 from .models import make_char_tokenizer, make_tiny_llama, load_policy, save_policy, sft_warm_start, add_lora, MODEL_PRESETS
 from .models import LORA_TARGETS, check_lora, check_chat_template_kwargs, is_conversational
-from .tasks import make_task, exact_match, greedy_completions, TASKS
+from .tasks import make_task, TASKS
+from .evaluation import exact_match, greedy_completions
 from .rollout import Rollout, sample, completion_logprobs, batch_plan
 from .advantages import compute_advantages, gae_advantages, dynamic_sampling_filter
 from .losses import (grpo_loss, value_loss, online_dpo_loss, importance_weights, kl_estimate, approx_kl,
@@ -278,7 +279,7 @@ class TrainConfig:
         choose("algorithm", ALGORITHMS); choose("task", sorted(TASKS))
         if self.reward_weights is not None and self.reward_funcs is None: raise ValueError("reward_weights needs reward_funcs (one weight per reward function)")
         if self.reward_funcs is not None:
-            from rlref.tasks import combine_rewards
+            from rlref.rewards import combine_rewards
             need(isinstance(self.reward_funcs, (list, tuple)), "reward_funcs", "a list of REWARD_FUNCS names, 'module:function' strings or callables, or None")
             combine_rewards(self.reward_funcs, self.reward_weights)       # unknown name, bad import string, weights: one ValueError naming the entry
             if self.format_weight: raise ValueError("set format_weight or reward_funcs, not both: with reward_funcs the reward is their weighted sum (add 'format' with a weight)")
@@ -292,7 +293,7 @@ class TrainConfig:
             except (TypeError, ValueError): raise ValueError(f"task_kwargs must be JSON-serialisable when out is set (config.json), got {self.task_kwargs!r}; "
                                                              "pass a dataset as a path (save_to_disk) instead of an object") from None
         if self.warm_start is not None:
-            from .testbed import WARM_STARTS
+            from .warm_start import WARM_STARTS
             choose("warm_start", WARM_STARTS, "warm start")
             if self.model is not None: raise ValueError(f"set model or warm_start, not both (got model={self.model!r}, warm_start={self.warm_start!r})")
             ws = WARM_STARTS[self.warm_start]
@@ -500,7 +501,7 @@ def setup(cls: Trainer, cfg: TrainConfig, resume: bool = False,  # continue the 
     sft_acc = None
     store, _ = resolve_precision(cfg.dtype, cfg.mixed_precision, get_device())   # the dtype the weights are loaded in
     if cfg.warm_start is not None:
-        from .testbed import warm_start_dir
+        from .warm_start import warm_start_dir
         policy, tok = load_policy(warm_start_dir(cfg.warm_start, cfg.seed), dtype=store)   # the same weights on every machine (SHA-256 checked)
     elif cfg.model is not None:
         policy, tok = load_policy(cfg.model, dtype=store)

@@ -3,8 +3,9 @@ import json, math
 import numpy as np
 import pytest, torch
 from datasets import Dataset
-from rlref.tasks import (make_task, make_arithmetic, make_countdown, make_recall, safe_eval, parse_int, correctness_reward,
-                         countdown_reward, recall_reward, exact_match, TASKS)
+from rlref.tasks import make_task, make_arithmetic, make_countdown, make_recall, TASKS
+from rlref.rewards import safe_eval, parse_int, correctness_reward, countdown_reward, recall_reward
+from rlref.evaluation import exact_match
 from rlref.models import make_char_tokenizer, make_tiny_llama, save_policy, load_policy, sft_warm_start
 
 # ---------------------------------------------------------------- tasks

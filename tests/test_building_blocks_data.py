@@ -5,7 +5,7 @@ from rlref.models import (make_char_tokenizer, make_tiny_llama, tokenize_prompt_
                           sft_microbatch_train_step)
 from rlref.rollout import sample, completion_logprobs, response_logprobs
 from rlref.losses import token_entropy
-from rlref.tasks import parse_last_number, parse_choice_letter, parse_int
+from rlref.rewards import parse_last_number, parse_choice_letter, parse_int
 
 @pytest.fixture(scope="module")
 def tok(): return make_char_tokenizer()

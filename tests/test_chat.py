@@ -4,7 +4,7 @@ import pytest, torch
 from rlref.models import (make_char_tokenizer, make_tiny_llama, make_chat_tokenizer, make_tiny_qwen2, save_policy, load_policy,
                           chat_prompts, stop_token_ids)
 from rlref.rollout import encode_prompts, sample, completion_logprobs, decoder_parts
-from rlref.tasks import greedy_completions
+from rlref.evaluation import greedy_completions
 from rlref.trainer import Trainer, TrainConfig
 
 PROMPTS = ["12+34=", "7+8=", "1+1="]

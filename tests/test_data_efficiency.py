@@ -5,8 +5,9 @@ survives a state_dict round trip, replay never draws a rollout older than max_ag
 import numpy as np
 import pytest
 import torch
-from rlref.methods.data_efficiency import (p_zero_signal, check_band, DataMeter, PassRateTracker, DifficultyBand, rollout_replay,
-                                           few_shot_task, pass_at_k, majority_vote, MajorityVoteReward, taxonomy_table)
+from rlref.methods.data_efficiency import (p_zero_signal, check_band, DataMeter, PassRateTracker, DifficultyBand,
+                                           rollout_replay, few_shot_task, pass_at_k_per_prompt, majority_vote,
+                                           MajorityVoteReward, taxonomy_table)
 from rlref.trainer import Trainer, recipe_config
 from rlref.train.checkpoints import TrainingStopped
 
@@ -19,11 +20,11 @@ def small(**kw):
 
 def test_p_zero_signal_and_pass_at_k_literals():
     np.testing.assert_allclose(p_zero_signal(np.array([0.0, 0.5, 0.9]), 8), [1.0, 2 / 256, 0.9 ** 8 + 0.1 ** 8])
-    np.testing.assert_allclose(pass_at_k(8, np.array([0, 2, 8]), 1), [0.0, 0.25, 1.0])
-    np.testing.assert_allclose(pass_at_k(4, 1, 2), 0.5)
+    np.testing.assert_allclose(pass_at_k_per_prompt(8, np.array([0, 2, 8]), 1), [0.0, 0.25, 1.0])
+    np.testing.assert_allclose(pass_at_k_per_prompt(4, 1, 2), 0.5)
     with pytest.raises(ValueError, match="G must be"): p_zero_signal(0.5, 0)
     with pytest.raises(ValueError, match=r"\[0, 1\]"): p_zero_signal(-0.1, 4)
-    with pytest.raises(ValueError, match="1 <= k <= n"): pass_at_k(4, 1, 5)
+    with pytest.raises(ValueError, match="1 <= k <= n"): pass_at_k_per_prompt(4, 1, 5)
 
 @pytest.mark.parametrize("low,high,msg", [(0.8, 0.2, "inverted"), (0.5, 0.5, "inverted"), (-0.1, 0.5, "low"), (0.2, 1.5, "high"), (True, 0.5, "low")])
 def test_band_limits_are_checked(low, high, msg):

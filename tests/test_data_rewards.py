@@ -3,8 +3,8 @@ save_to_disk and data files, splits, clear errors, the reward registry, and the 
 import json, math
 import pytest, torch
 from datasets import Dataset, DatasetDict
-from rlref.tasks import (make_task, make_arithmetic, REWARD_FUNCS, reward_func, combine_rewards, answer_reward, format_reward,
-                         correctness_reward, extract_answer, normalize_answer)
+from rlref.tasks import make_task, make_arithmetic
+from rlref.rewards import REWARD_FUNCS, reward_func, combine_rewards, answer_reward, format_reward, correctness_reward, extract_answer, normalize_answer
 from rlref.trainer import Trainer, TrainConfig, recipe_config
 from rlref.train.checkpoints import check_resume
 from rlref.core import RunDirError
@@ -157,13 +157,13 @@ def test_dataset_without_answers_uses_the_reward_funcs_for_correctness(tmp_path,
         Trainer.setup(TrainConfig(task="dataset", task_kwargs=cfg.task_kwargs, sft_steps=0, progress=False))
 
 def test_named_reward_funcs_round_trip_config_json_and_resume(tmp_path):
-    kw = SMALL | dict(reward_funcs=["correctness", "rlref.tasks:format_reward"], reward_weights=[1.0, 0.5], checkpoint_every=1, out=str(tmp_path / "run"))
+    kw = SMALL | dict(reward_funcs=["correctness", "rlref.rewards:format_reward"], reward_weights=[1.0, 0.5], checkpoint_every=1, out=str(tmp_path / "run"))
     full = Trainer.setup(recipe_config("arith-grpo", **(kw | dict(steps=3, out=str(tmp_path / "full")))))
     full.fit()
     first = Trainer.setup(recipe_config("arith-grpo", **kw))
     first.fit()
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert saved["reward_funcs"] == ["correctness", "rlref.tasks:format_reward"] and saved["reward_weights"] == [1.0, 0.5]
+    assert saved["reward_funcs"] == ["correctness", "rlref.rewards:format_reward"] and saved["reward_weights"] == [1.0, 0.5]
     assert TrainConfig(**saved).reward_funcs == saved["reward_funcs"]         # config.json builds the same config
     with pytest.raises(RunDirError, match="reward_weights"):
         check_resume(tmp_path / "run", recipe_config("arith-grpo", **(kw | dict(reward_weights=[1.0, 0.25]))))

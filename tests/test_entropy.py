@@ -3,7 +3,7 @@ import pytest, torch
 from rlref.core import masked_mean
 from rlref.trainer import Trainer, recipe_config
 import json
-from rlref.methods.entropy import Entrocraft, EntrocraftReleased, KLCov, KLCovTrainer, ClipCov, EntropyMeter, kl_cov_term
+from rlref.methods.entropy import Entrocraft, EntrocraftReleased, KLCov, ClipCov, EntropyMeter, kl_cov_term
 
 def _cfg(**kw):
     base = dict(sft_steps=0, prompts_per_step=4, samples_per_prompt=4, steps=2, eval_every=0, checkpoint_every=0,
@@ -17,7 +17,8 @@ def _grads(trainer, r):
     return torch.cat([p.grad.flatten() for p in trainer.policy.parameters() if p.grad is not None]).clone()
 
 def test_kl_cov_penalty_is_inactive_on_policy_and_active_off_policy():
-    tr = KLCovTrainer.setup(_cfg())
+    tr = Trainer.setup(_cfg())
+    tr.add_hook("loss_terms", kl_cov_term)
     r = tr.rollout()
     r.advantages = torch.randn(len(r))
     with torch.no_grad():
@@ -35,7 +36,7 @@ def test_kl_cov_penalty_is_inactive_on_policy_and_active_off_policy():
 def test_kl_cov_term_is_the_hook_on_any_trainer():
     "KL-Cov through the loss_terms hook on a plain Trainer adds exactly sum w|logp - old| aggregated like the surrogate (dapo: / tokens)."
     tr = Trainer.setup(_cfg()); KLCov(ratio=0.5).attach(tr)
-    assert kl_cov_term in tr.hooks["loss_terms"] and not isinstance(tr, KLCovTrainer)
+    assert kl_cov_term in tr.hooks["loss_terms"]
     r = tr.rollout(); r.advantages = torch.randn(len(r))
     from rlref.rollout import completion_logprobs
     with torch.no_grad(): lp, _ = completion_logprobs(tr.policy, r, 1.0, with_entropy=False)

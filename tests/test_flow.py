@@ -3,8 +3,8 @@ import copy
 import pytest
 import torch
 from rlref.flow.model import FlowMLP, load_digits_tensors, train_flow, sample_flow, churn_step, sde_step_stats, time_grid
-from rlref.flow.rewards import ink_reward, combine_rewards, register_reward
-from rlref.flow.rl import FlowRLConfig, train_flow_rl, fdfo_directions, group_advantages
+from rlref.flow.rewards import ink_reward, combine_image_rewards, register_reward
+from rlref.flow.rl import FlowRLConfig, train_flow_rl, fdfo_directions, image_group_advantages
 
 @pytest.fixture(scope="module")
 def gen():
@@ -27,8 +27,8 @@ def test_bad_input_messages(gen):
     with pytest.raises(ValueError, match="need s < t"): sde_step_stats(torch.zeros(1, 64), torch.zeros(1, 64), 0.4, 0.5)
     with pytest.raises(ValueError, match="n_steps"): time_grid(0)
     with pytest.raises(ValueError, match="same shapes"): fdfo_directions(torch.zeros(2, 64), torch.zeros(3, 64), torch.zeros(2), torch.zeros(3))
-    with pytest.raises(ValueError, match="do not split"): group_advantages(torch.ones(7), 4)
-    with pytest.raises(ValueError, match="unknown reward"): combine_rewards({"nope": 1.0})
+    with pytest.raises(ValueError, match="do not split"): image_group_advantages(torch.ones(7), 4)
+    with pytest.raises(ValueError, match="unknown reward"): combine_image_rewards({"nope": 1.0})
     with pytest.raises(ValueError, match="expected"):
         from rlref.flow.model import plot_digits; plot_digits(torch.zeros(3, 10))
 

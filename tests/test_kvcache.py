@@ -75,7 +75,7 @@ def test_replay_exact_when_rows_finish_early(name):
 
 def test_heldout_recall_extends_test_split_without_leaks():
     "Chapter 09a's 2048-prompt evaluation set: the task's test split first, then fresh prompts seen in neither split."
-    from rlref.kvcache import heldout_recall
+    from rlref.tasks import heldout_recall
     task = make_task("recall", n_pairs=6, n_train=500, n_test=32, seed=0)
     h = heldout_recall(task, 100)
     assert len(h) == 100 and len(set(h["prompt"])) == 100

@@ -7,7 +7,8 @@ from rlref.methods.logit_averaging import (mix_logits, LogitAveragedPolicy, ans_
                                            logit_averaging_trainer, drift_metrics)
 from rlref.models import make_char_tokenizer, make_tiny_llama
 from rlref.rollout import sample, completion_logprobs
-from rlref.tasks import greedy_completions, make_task
+from rlref.tasks import make_task
+from rlref.evaluation import greedy_completions
 from rlref.trainer import TrainConfig, Trainer
 
 torch.set_num_threads(1)

@@ -2,7 +2,7 @@
 hand-built -A log pi, a group with equal rewards moves nothing, the held-out measure is exact_match's, and the loop learns."""
 import pytest, torch
 from rlref.core import masked_mean
-from rlref.tasks import exact_match, greedy_completions
+from rlref.evaluation import exact_match, greedy_completions
 from rlref.models import tokenize_prompt_and_output
 from rlref.rollout import response_logprobs
 from rlref.advantages import group_normalized_rewards

@@ -11,7 +11,7 @@ from rlref.rollout import completion_logprobs
 from rlref.trainer import Trainer, recipe_config
 from rlref.train.checkpoints import find_checkpoint, RunInterrupted, read_manifest
 
-from rlref.testbed import warm_start_dir
+from rlref.warm_start import warm_start_dir
 
 # the shipped 50% warm start (testbed recipe): from a random model every group has equal rewards and nothing would move
 TINY = dict(steps=3, prompts_per_step=4, samples_per_prompt=4, eval_every=3, eval_limit=10, kl_every=0, checkpoint_every=2, progress=False)

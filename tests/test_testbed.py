@@ -1,7 +1,7 @@
 "The testbed's warm starts: shipped bytes are checked, unshipped seeds are built once, and configs cannot pair a warm start with another split."
 import json, warnings
 import pytest, torch
-from rlref.testbed import WARM_STARTS, warm_start_dir, dir_sha256, build_warm_start, EVAL_ROWS
+from rlref.warm_start import WARM_STARTS, warm_start_dir, dir_sha256, build_warm_start, EVAL_ROWS
 from rlref.trainer import TrainConfig, recipe_config, Trainer
 from rlref.models import load_policy
 
@@ -38,7 +38,7 @@ def test_unshipped_seed_is_built_once_into_the_cache(tmp_path, monkeypatch):
         assert warm_start_dir("quick", 7, cache_dir=tmp_path) == d
 
 def test_a_modified_shipped_file_is_refused(tmp_path, monkeypatch):
-    import shutil, rlref.testbed as tb
+    import shutil, rlref.warm_start as tb
     shutil.copytree(warm_start_dir("arith2", 0), tmp_path / "arith2-s0")
     (tmp_path / "arith2-s0" / "config.json").write_text((tmp_path / "arith2-s0" / "config.json").read_text().replace("128", "129", 1))
     monkeypatch.setattr(tb, "SHIPPED", tmp_path)

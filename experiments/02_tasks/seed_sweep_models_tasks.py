@@ -10,7 +10,8 @@ Per seed s the initial weights (make_tiny_llama seed, the chapters use 0) and th
 import argparse, json, math, time
 import torch
 from rlref.models import make_char_tokenizer, make_tiny_llama, encode_pairs, sft_loss, sft_warm_start
-from rlref.tasks import make_task, exact_match
+from rlref.tasks import make_task
+from rlref.evaluation import exact_match
 
 def loss0(s):
     tok = make_char_tokenizer(); m = make_tiny_llama(tok, "tiny", seed=s)

@@ -1,7 +1,8 @@
 "Reader-size numbers quoted in 02_tasks (how much the old arithmetic split leak mattered). Usage: OMP_NUM_THREADS=1 PYTHONPATH=. python experiments/02_tasks/split_leak.py old|new [SFT_LR, default 1e-3] (about 2-3 CPU minutes each)."
 import random, json, sys, time
 from datasets import Dataset
-from rlref.tasks import make_task, exact_match, split_leaks
+from rlref.tasks import make_task, split_leaks
+from rlref.evaluation import exact_match
 from rlref.models import make_char_tokenizer, make_tiny_llama, sft_warm_start
 def old_split(n_train=5000, n_test=500, seed=0):
     rng, rows = random.Random(seed), {}

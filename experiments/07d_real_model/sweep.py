@@ -21,7 +21,7 @@ SETTING = dict(lora_r=16, prompts_per_step=8, samples_per_prompt=4, max_new_toke
 
 def heldout_completions(tr) -> list[str]:
     "Greedy completions of the held-out prompts the evaluation scores, in its order (one process)."
-    from rlref.tasks import greedy_completions
+    from rlref.evaluation import greedy_completions
     ds = tr.task.test.select(range(min(tr.cfg.eval_limit, len(tr.task.test))))
     with tr.autocast():
         return greedy_completions(tr.policy, tr.tok, list(ds["prompt"]), tr.max_new_tokens,

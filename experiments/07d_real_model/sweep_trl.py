@@ -24,7 +24,7 @@ def run(seed: int, steps: int) -> dict:
     from rlref.models import load_policy
     from rlref.compare import trl_config, HeldOutCurve, eval_steps
     from rlref.real_model import smollm2_checkpoint, make_word_problems
-    from rlref.tasks import answer_reward
+    from rlref.rewards import answer_reward
     S = SETTING | dict(steps=steps)
     train, test = make_word_problems(n_train=400, n_test=100, seed=0)
     convo = train.map(lambda r: dict(prompt=[dict(role="user", content=r["prompt"])]))

@@ -11,8 +11,8 @@ import argparse, json, time, sys
 import torch
 from rlref.core import seed_everything
 from rlref.models import make_char_tokenizer, make_tiny_llama, sft_warm_start
-from rlref.tasks import make_task
-from rlref.kvcache import compressed_exact_match, make_kv_policy, paired_drop, heldout_recall
+from rlref.tasks import make_task, heldout_recall
+from rlref.kvcache import compressed_exact_match, make_kv_policy, paired_drop
 
 def train(model_seed: int, threads: int, task, steps=600, batch_size=64, lr=3e-3):
     "recall_warm_start's training with the task fixed (seed 0) and the model/SFT seed varied."

@@ -23,7 +23,7 @@ from rlref.tasks import make_task
 from rlref.rollout import sample, completion_logprobs
 from rlref.kvcache import make_kv_policy
 from rlref.losses import importance_weights
-from rlref.testbed import warm_start_dir, TESTBED_TASK
+from rlref.warm_start import warm_start_dir, TESTBED_TASK
 from rlref.trainer import recipe_config, Trainer
 from rlref.methods.sparse_rollouts import ratio_factors, mismatch_stats, SparseRolloutArm, arm_config
 

@@ -9,7 +9,7 @@ The chapter reads the 200-step sweep (experiments/13_replay/sweep_200.jsonl, ORD
 arms at lr 1e-4, the two-pass control, then the tau sweep {1, 4, 8} at lr 1e-4) and, for comparison, the earlier 100-step sweep
 (experiments/13_replay/sweep.jsonl: headline arms, controls and the tau sweep at lr 3e-4 on seeds 0-4).
 
-Every arm starts from the seed's shipped arith2 warm start (rlref.testbed.warm_start_dir) with the testbed recipe (64 prompts x 8
+Every arm starts from the seed's shipped arith2 warm start (rlref.warm_start.warm_start_dir) with the testbed recipe (64 prompts x 8
 samples per step = 512 fresh episodes, lr 3e-4), 200 (or 100) steps, held-out exact match on 500 test prompts every 25 steps. The replay arms
 add K = 2 replay updates of 128 stored trajectories per step from a FIFO buffer of 4,096 (8 steps of fresh batches; evicting from
 step 9), advantages = the stored GRPO group advantages (the ones the fresh update used), priority |A| + eps, alpha 0.6, beta 0.4 -> 1

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from sweep_runner import run_pending, sweep_parser, parse_sweep_args
 from rlref.trainer import Trainer, recipe_config
-from rlref.testbed import TESTBED_TASK
+from rlref.warm_start import TESTBED_TASK
 from rlref.methods.logit_averaging import format_warm_start, logit_averaging_trainer, format_eval, drift_metrics, halves
 
 ARMS = ("sft", "grpo_b0", "grpo_b0.01", "grpo_b0.1", "la_a0.25", "la_a0.5", "la_a0.75")

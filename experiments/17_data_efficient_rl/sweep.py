@@ -27,10 +27,10 @@ import torch
 from sweep_runner import run_pending, sweep_parser, parse_sweep_args
 from rlref.trainer import Trainer, recipe_config
 from rlref.train.checkpoints import TrainingStopped
-from rlref.testbed import build_warm_start
-from rlref.tasks import parse_int
+from rlref.warm_start import build_warm_start
+from rlref.rewards import parse_int
 from rlref.methods.data_efficiency import (DataMeter, DifficultyBand, rollout_replay, few_shot_task, select_prompts, MajorityVoteReward,
-                                           sampled_answers, pass_at_k, majority_vote)
+                                           sampled_answers, pass_at_k_per_prompt, majority_vote)
 
 ARMS = ("grpo", "dynamic", "band", "replay", "ttrl_strong", "ttrl_weak", "oneshot1", "oneshot16", "ttrl", "oneshot2")   # run in this order, seed-major
 SETTING = dict(lr=3e-4, prompts_per_step=64, samples_per_prompt=8, temperature=0.7)   # the testbed recipe's
@@ -49,7 +49,7 @@ def warm_stats(tr, n=8):
     ans = sampled_answers(tr.policy, tr.tok, list(ds["prompt"]), n, tr.max_new_tokens, tr.cfg.temperature, seed=10_000 + tr.cfg.seed)
     truth = [parse_int(str(a)) for a in ds["answer"]]
     c = np.array([sum(x is not None and x == t for x in xs) for xs, t in zip(ans, truth)])
-    return dict(pass1=float(pass_at_k(n, c, 1).mean()), pass8=float(pass_at_k(n, c, n).mean()),
+    return dict(pass1=float(pass_at_k_per_prompt(n, c, 1).mean()), pass8=float(pass_at_k_per_prompt(n, c, n).mean()),
                 maj8=float(np.mean([majority_vote(xs) is not None and majority_vote(xs) == t for xs, t in zip(ans, truth)])))
 
 def run(arm, seed, a, over):

@@ -16,7 +16,7 @@ _sys.path.insert(0, str(_pathlib.Path(__file__).resolve().parents[2] / "tools"))
 import argparse, json, time
 import torch
 from rlref.flow.model import load_digits_tensors, pretrained_flow, sample_flow
-from rlref.flow.rewards import train_classifier, class_prob_reward, ink_reward, smoothness_reward, combine_rewards, register_reward
+from rlref.flow.rewards import train_classifier, class_prob_reward, ink_reward, smoothness_reward, combine_image_rewards, register_reward
 
 def ascend(reward_fn, images, labels, steps=200, lr=0.05):
     x = images.clone().requires_grad_(True); opt = torch.optim.Adam([x], lr=lr)
@@ -42,14 +42,14 @@ def run(s):
         imgs = sample_flow(gen, lab, generator=torch.Generator().manual_seed(s))
         gen_acc = (clf(imgs).argmax(1) == lab).float().mean().item()
     register_reward("class_prob", r_prob, overwrite=True)
-    bold = combine_rewards({"class_prob": 1.0, "ink": 0.5})
+    bold = combine_image_rewards({"class_prob": 1.0, "ink": 0.5})
     start, lab100 = imgs[:100], lab[:100]
     def report(im):
         with torch.no_grad():
             return dict(ink=ink_reward(im).mean().item(), class_prob=r_prob(im, lab100).mean().item(), judge_acc=(judge(im).argmax(1) == lab100).float().mean().item(),
                         smooth=smoothness_reward(im).mean().item())
-    st, ink_only, bold_h = report(start), report(ascend(combine_rewards({"ink": 1.0}), start, lab100)), report(ascend(bold, start, lab100))
-    sm = report(ascend(combine_rewards({"smoothness": 1.0}), start, lab100))
+    st, ink_only, bold_h = report(start), report(ascend(combine_image_rewards({"ink": 1.0}), start, lab100)), report(ascend(bold, start, lab100))
+    sm = report(ascend(combine_image_rewards({"smoothness": 1.0}), start, lab100))
     return dict(test_acc=test_acc, margin_clf=test_acc - 0.9, judge_acc=judge_acc, margin_judge=judge_acc - 0.9,
                 p_true=p_true, p_wrong=p_wrong, margin_reward=min(p_true - 0.8, 0.1 - p_wrong), gen_acc=gen_acc, margin_gen_acc=gen_acc - 0.5,
                 start=st, ink_only=ink_only, bold=bold_h, smooth=sm,

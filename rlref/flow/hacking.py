@@ -12,7 +12,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from ..core import seed_everything
 from .model import load_digits_tensors, pretrained_flow, sample_flow
-from .rewards import ink_reward, contrast_reward, class_prob_reward, train_classifier, combine_rewards
+from .rewards import ink_reward, contrast_reward, class_prob_reward, train_classifier, combine_image_rewards
 
 # %% auto #0
 __all__ = ['ARTIFACTS', 'ARMS', 'check_images', 'salt_pepper', 'checkerboard', 'shifted_stroke', 'blotch', 'inject_artifacts',
@@ -297,7 +297,7 @@ def arm_reward(arm: str | tuple,  # a name in ARMS, or (proxy weights, lam)
     "The RL reward of an arm: the weighted proxies plus lam * r_art."
     if isinstance(arm, str) and arm not in ARMS: raise ValueError(f"unknown arm {arm!r}; known: {list(ARMS)}")
     weights, lam = ARMS[arm] if isinstance(arm, str) else arm
-    return with_artifact_reward(combine_rewards(weights, kit["registry"]), kit["r_art"], lam)
+    return with_artifact_reward(combine_image_rewards(weights, kit["registry"]), kit["r_art"], lam)
 
 def hacking_eval(kit: dict,  # from hacking_kit
                  n_per_class: int = 20,  # evaluation samples per class

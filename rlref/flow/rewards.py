@@ -13,7 +13,7 @@ from ..core import seed_everything
 
 # %% auto #0
 __all__ = ['REWARDS', 'DigitClassifier', 'train_classifier', 'class_prob_reward', 'class_logprob_reward', 'ink_reward',
-           'contrast_reward', 'smoothness_reward', 'register_reward', 'combine_rewards']
+           'contrast_reward', 'smoothness_reward', 'register_reward', 'combine_image_rewards']
 
 # %% ../../nbs/31_image_rewards.ipynb #0eea414e
 class DigitClassifier(nn.Module):
@@ -90,7 +90,7 @@ def register_reward(name: str,  # the name runs will use
     registry[name] = fn
     return fn
 
-def combine_rewards(weights: dict[str, float],  # {reward name: weight}
+def combine_image_rewards(weights: dict[str, float],  # {reward name: weight}
                     registry: dict | None = None,  # the registry (default: the module's REWARDS)
                    ) -> Callable:
     "One reward function: the weighted sum of registered rewards, (B,)."

@@ -14,9 +14,9 @@ from ..core import seed_everything, Timer
 from .model import sample_flow, sample_sde, time_grid
 
 # %% auto #0
-__all__ = ['fdfo_directions', 'fdfo_log_ratio', 'spo_loss', 'fdfo_rollout', 'fdfo_update', 'gaussian_logp', 'group_advantages',
-           'sde_mean_std', 'grpo_rollout', 'grpo_update', 'FlowRLConfig', 'train_flow_rl', 'gradient_rollout',
-           'gradient_update']
+__all__ = ['fdfo_directions', 'fdfo_log_ratio', 'spo_loss', 'fdfo_rollout', 'fdfo_update', 'gaussian_logp',
+           'image_group_advantages', 'sde_mean_std', 'grpo_rollout', 'grpo_update', 'FlowRLConfig', 'train_flow_rl',
+           'gradient_rollout', 'gradient_update']
 
 # %% ../../nbs/32_paired_flow_rl.ipynb #86b380c9
 def fdfo_directions(x_a: torch.Tensor,  # (P, D) endpoints of branch a
@@ -99,7 +99,7 @@ def gaussian_logp(x: torch.Tensor,  # (..., D) sampled next states
     std = torch.as_tensor(std, dtype=x.dtype)
     return (-(x - mean) ** 2 / (2 * std ** 2) - std.log() - 0.5 * math.log(2 * math.pi)).mean(-1)
 
-def group_advantages(rewards: torch.Tensor,  # (G * n,) rewards, groups contiguous
+def image_group_advantages(rewards: torch.Tensor,  # (G * n,) rewards, groups contiguous
                      group_size: int,  # images per group
                      eps: float = 1e-4,  # added to the std
                     ) -> torch.Tensor:
@@ -130,7 +130,7 @@ def grpo_rollout(model: nn.Module,  # the generator
     x0, traj = sample_sde(model, lab, n_steps=n_steps, a=a, generator=generator, return_traj=True)
     rewards = reward_fn(x0, lab)
     logp = gaussian_logp(traj["next"], traj["means"], traj["stds"][None, :, None])  # (B, S)
-    return dict(traj, labels=lab, rewards=rewards, adv=group_advantages(rewards, group_size), logp=logp, images=x0, a=a)
+    return dict(traj, labels=lab, rewards=rewards, adv=image_group_advantages(rewards, group_size), logp=logp, images=x0, a=a)
 
 def grpo_update(model: nn.Module,  # the generator to update
                 opt: torch.optim.Optimizer,  # its optimizer

@@ -8,15 +8,16 @@ import dataclasses, math, warnings
 from collections import Counter
 import numpy as np
 import torch
-from ..tasks import Task, parse_int
+from ..tasks import Task
+from ..rewards import parse_int
 from ..rollout import sample
 from ..losses import zero_std_group_fraction
 from .replay import Replay, ReplayConfig
 
 # %% auto #0
 __all__ = ['SURVEY_TAXONOMY', 'taxonomy_table', 'p_zero_signal', 'check_band', 'DataMeter', 'PassRateTracker', 'DifficultyBand',
-           'rollout_replay', 'few_shot_task', 'pass_at_k', 'sampled_answers', 'select_prompts', 'majority_vote',
-           'MajorityVoteReward']
+           'rollout_replay', 'few_shot_task', 'pass_at_k_per_prompt', 'sampled_answers', 'select_prompts',
+           'majority_vote', 'MajorityVoteReward']
 
 # %% ../../nbs/17_data_efficient_rl.ipynb #4b83cad1
 SURVEY_TAXONOMY = [  # (level, branch, representative methods, the piece of this chapter, or why none)
@@ -177,7 +178,7 @@ def few_shot_task(task: Task,  # the full task
     return dataclasses.replace(task, train=task.train.select(idx))
 
 # %% ../../nbs/17_data_efficient_rl.ipynb #cfc12974
-def pass_at_k(n: int,  # samples drawn per prompt
+def pass_at_k_per_prompt(n: int,  # samples drawn per prompt
               c,  # how many of them were correct (an int or an array of ints)
               k: int,  # the k of pass@k, 1 <= k <= n
              ):

@@ -10,13 +10,14 @@ from ..core import masked_mean
 from ..losses import token_entropy, grpo_loss, aggregate_loss, approx_kl
 from ..rollout import Rollout, sample, completion_logprobs
 from ..trainer import Trainer
+from .sparse_rollouts import completion_log_softmax
 
 # %% auto #0
 __all__ = ['CLIP_COV_DEFAULTS', 'KL_COV_DEFAULTS', 'BAND_SCHEDULES', 'MODE_CHECK', 'entropy_change_first_order',
            'npg_entropy_change', 'actual_entropy_change', 'token_covariance', 'clip_cov_weights', 'kl_cov_mask',
-           'ClipCov', 'kl_cov_term', 'KLCov', 'KLCovTrainer', 'entropy_band', 'entrocraft_mode', 'entrocraft_keep',
-           'rollout_entropy', 'EntropyMeter', 'Entrocraft', 'paper_band', 'released_advantages', 'EntrocraftReleased',
-           'pass_at_k', 'pass_at_k_curve', 'completion_log_softmax', 'CovarianceProbe', 'mode_directions']
+           'ClipCov', 'kl_cov_term', 'KLCov', 'entropy_band', 'entrocraft_mode', 'entrocraft_keep', 'rollout_entropy',
+           'EntropyMeter', 'Entrocraft', 'paper_band', 'released_advantages', 'EntrocraftReleased', 'pass_at_k',
+           'pass_at_k_curve', 'CovarianceProbe', 'mode_directions']
 
 # %% ../../nbs/11_entropy.ipynb #843a8029
 def entropy_change_first_order(logits: torch.Tensor,  # (..., V) logits (or log-probs) of the softmax policy
@@ -137,13 +138,6 @@ class KLCov:
         r.extras["kl_cov_weights"] = self.coef * sel.float()
         self.log.append(int(sel.sum()))
         return r
-
-class KLCovTrainer(Trainer):
-    "A Trainer with `kl_cov_term` already in its `loss_terms` hooks: an alias of adding it with `KLCov().attach` to any Trainer."
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.add_hook("loss_terms", kl_cov_term)
-
 
 # %% ../../nbs/11_entropy.ipynb #bd67147b
 BAND_SCHEDULES = ("linear", "cosine", "constant")
@@ -301,13 +295,6 @@ def pass_at_k_curve(model, tokenizer, task,  # rlref.tasks.Task
     return {k: sum(pass_at_k(n, c, k) for c in correct) / max(len(correct), 1) for k in ks}
 
 # %% ../../nbs/11_entropy.ipynb #5944550e
-@torch.no_grad()
-def completion_log_softmax(model, r: Rollout, temperature: float = 1.0) -> torch.Tensor:
-    "Full next-token log-distributions (B, C, V) at every completion position, at `temperature`."
-    P = r.prompt_ids.shape[1]
-    logits = model(input_ids=r.input_ids, attention_mask=r.attention_mask, position_ids=r.position_ids, use_cache=False).logits  # (B, P+C, V)
-    return (logits[:, P - 1:-1].float() / temperature).log_softmax(-1)      # (B, C, V)
-
 class CovarianceProbe:
     "`before_update` + `after_step` hooks: measured entropy change of each updated batch vs the first-order law."
     def attach(self, trainer: Trainer) -> Trainer:
@@ -316,11 +303,12 @@ class CovarianceProbe:
     def state_dict(self) -> dict: return dict(log=[dict(row) for row in getattr(self, "log", [])])
     def load_state_dict(self, d: dict): self.log = [dict(row) for row in d["log"]]
     def before(self, trainer: Trainer, r: Rollout):
-        self.r, self.lp0 = r, completion_log_softmax(trainer.policy, r, trainer.cfg.temperature)  # (B, C, V)
+        with torch.no_grad(): self.lp0 = completion_log_softmax(trainer.policy, r, trainer.cfg.temperature)  # (B, C, V)
+        self.r = r
     def after(self, trainer: Trainer, metrics: dict) -> dict:
         r, lp0, m = self.r, self.lp0, self.r.completion_mask.float()
         if r.advantages is None or not len(r): return metrics
-        lp1 = completion_log_softmax(trainer.policy, r, trainer.cfg.temperature)  # (B, C, V)
+        with torch.no_grad(): lp1 = completion_log_softmax(trainer.policy, r, trainer.cfg.temperature)  # (B, C, V)
         lp_y = lp0.gather(-1, r.completion_ids[..., None]).squeeze(-1)             # (B, C)
         row = dict(dH_measured=masked_mean(token_entropy(lp1) - token_entropy(lp0), m).item(),
                    dH_first_order=masked_mean(entropy_change_first_order(lp0, lp1 - lp0), m).item(),

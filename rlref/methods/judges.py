@@ -8,7 +8,9 @@ import ast, copy, json, math, os, random, re, time
 from pathlib import Path
 import torch
 from datasets import Dataset
-from ..tasks import TASKS, REWARD_FUNCS, safe_eval, make_task, greedy_completions
+from ..tasks import TASKS, make_task
+from ..rewards import REWARD_FUNCS, safe_eval
+from ..evaluation import greedy_completions
 
 # %% auto #0
 __all__ = ['COMBINE_MODES', 'FILLER_WORDS', 'MAX_EXPR_LEN', 'MIN_OPS', 'FILLER_BONUS', 'JUDGE_WARM_START', 'ALGOS', 'JUDGES',
@@ -225,7 +227,7 @@ JUDGE_WARM_START = dict(base="arith2", lr=1e-3, batch_size=64, max_steps=400, ev
 def judge_warm_start(seed: int = 0, cache_dir=None, progress: bool = False, **overrides) -> Path:
     """The judge task's warm start of `seed`: the testbed's arith2 warm start fine-tuned on sft_completion targets of the train targets
     until the sampled gold success on the 'val' targets reaches min_gold; built once into the cache ($RLREF_CACHE or ~/.cache/rlref)."""
-    from rlref.testbed import warm_start_dir, cached_warm_start_path
+    from rlref.warm_start import warm_start_dir, cached_warm_start_path
     from rlref.models import load_policy, save_policy, sft_warm_start
     from rlref.core import seed_everything
     spec = JUDGE_WARM_START | overrides

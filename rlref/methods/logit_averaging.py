@@ -12,7 +12,9 @@ import torch.nn as nn
 from transformers import DynamicCache
 from transformers.modeling_outputs import CausalLMOutput
 from ..rollout import Rollout, decoder_parts, fused_cache_forward, shared_prefix_logits, sample
-from ..tasks import TASKS, REWARD_FUNCS, make_arithmetic, greedy_completions, make_task
+from ..tasks import TASKS, make_arithmetic, make_task
+from ..rewards import REWARD_FUNCS
+from ..evaluation import greedy_completions
 
 # %% auto #0
 __all__ = ['ANS_OPEN', 'ANS_CLOSE', 'ANS_WARM_START', 'check_alpha', 'mix_logits', 'LayerOffsetCache', 'MixtureConfig',
@@ -118,7 +120,7 @@ class LogitAveragedPolicy(nn.Module):
 
     @torch.no_grad()
     def generate(self, input_ids, attention_mask=None, max_new_tokens: int = 8, do_sample: bool = False, pad_token_id: int = 0, eos_token_id=None, **kwargs):
-        "Greedy decoding (what rlref.tasks.greedy_completions asks for) with one HF DynamicCache per half; (B, P + new) ids, pad after a stop token."
+        "Greedy decoding (what rlref.evaluation.greedy_completions asks for) with one HF DynamicCache per half; (B, P + new) ids, pad after a stop token."
         if do_sample: raise ValueError("LogitAveragedPolicy.generate decodes greedily; sample with rlref.rollout.sample")
         mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
         stops = torch.tensor([eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id or []), device=input_ids.device)
@@ -200,7 +202,7 @@ def format_warm_start(seed: int = 0,
                      ) -> Path:
     """The format-task warm start of `seed`: the testbed's shipped arith2 warm start of that seed, fine-tuned on `<ans>sum</ans>` targets of
     its own training split until the validation rows (test[500:]) are in format at `target_format`; built once into the cache."""
-    from rlref.testbed import warm_start_dir, cached_warm_start_path, TESTBED_TASK, validation_split
+    from rlref.warm_start import warm_start_dir, cached_warm_start_path, TESTBED_TASK, validation_split
     from rlref.models import load_policy, save_policy, sft_warm_start
     from rlref.core import seed_everything
     spec = ANS_WARM_START | overrides

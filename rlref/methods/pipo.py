@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from fastcore.basics import patch
 from ..core import masked_mean
-from .replay import rollout_rows, collate_rows, _plain
+from .replay import rollout_rows, collate_rows, plain_copy
 
 # %% auto #0
 __all__ = ['ANCHORS', 'VERIFY_CLIPS', 'PIPO_VARIANTS', 'anchor_window', 'progress_anchor', 'normalised_progress',
@@ -241,13 +241,13 @@ def verification_update(self: PIPO, tr, xi: float,  # the trainer; the verdict x
 @patch
 def state_dict(self: PIPO) -> dict:
     "The window of batch means, the count seen and the cached batch: what a checkpoint needs to resume exactly."
-    return dict(means=list(self.means), seen=self.seen, cache=None if self.cache is None else _plain(self.cache, "the cached batch"))
+    return dict(means=list(self.means), seen=self.seen, cache=None if self.cache is None else plain_copy(self.cache, "the cached batch"))
 
 @patch
 def load_state_dict(self: PIPO, d: dict):
     "Restore a `state_dict()` into a PIPO built with the same PIPOConfig."
     self.means, self.seen = [float(m) for m in d["means"]], int(d["seen"])
-    self.cache = None if d["cache"] is None else _plain(d["cache"], "the cached batch")
+    self.cache = None if d["cache"] is None else plain_copy(d["cache"], "the cached batch")
 
 # %% ../../nbs/15_policy_improvement.ipynb #9c100928
 def correlation_interval(xs: list,  # one array of x values per run

@@ -16,9 +16,9 @@ from ..tasks import TASKS
 
 # %% auto #0
 __all__ = ['PRIORITY_KINDS', 'REPLAY_MODES', 'REPLAY_ADVANTAGES', 'MOVES', 'SumTree', 'base_priority', 'age_decay', 'is_weights',
-           'beta_schedule', 'ReplayBuffer', 'rollout_rows', 'collate_rows', 'ReplayConfig', 'whiten', 'Replay',
-           'render_grid', 'parse_grid', 'walk', 'shortest_path', 'make_gridworld', 'grid_reward', 'moves_format_reward',
-           'register_grid_task', 'sequence_ess', 'fit_log_ess']
+           'beta_schedule', 'plain_copy', 'ReplayBuffer', 'rollout_rows', 'collate_rows', 'ReplayConfig', 'whiten',
+           'Replay', 'render_grid', 'parse_grid', 'walk', 'shortest_path', 'make_gridworld', 'grid_reward',
+           'moves_format_reward', 'register_grid_task', 'sequence_ess', 'fit_log_ess']
 
 # %% ../../nbs/13_replay.ipynb #d78fe790
 def _check_priorities(values) -> np.ndarray:
@@ -120,14 +120,15 @@ def beta_schedule(step: int, beta0: float = 0.4, anneal_steps: int = 100) -> flo
 # %% ../../nbs/13_replay.ipynb #92e1d356
 REPLAY_MODES = ("uniform", "per", "fresh")
 
-def _plain(x, where: str = "item"):
+def plain_copy(x, where: str = "item"):
     "A copy of `x` made only of dicts, lists, tensors, arrays and JSON scalars (what a checkpoint stores without pickle)."
     if isinstance(x, torch.Tensor): return x.detach().cpu().clone()
     if isinstance(x, np.ndarray): return x.copy()
     if x is None or isinstance(x, (str, bool, int, float)): return x
     if isinstance(x, (np.integer, np.floating, np.bool_)): return x.item()
-    if isinstance(x, (list, tuple)): return [_plain(v, where) for v in x]
-    if isinstance(x, dict) and all(isinstance(k, str) for k in x): return {k: _plain(v, where) for k, v in x.items()}
+    if isinstance(x, (list, tuple)): return [plain_copy(v, where) for v in x]
+    if isinstance(x, dict) and all(isinstance(k, str) for k in x):
+        return {k: plain_copy(v, where) for k, v in x.items()}
     raise TypeError(f"cannot save a {type(x).__name__} in {where} without pickling; store dicts, lists, tensors, arrays and JSON scalars")
 
 class ReplayBuffer:
@@ -192,7 +193,7 @@ class ReplayBuffer:
     def state_dict(self) -> dict:
         "Everything needed to resume sampling exactly: settings, items, base priorities, birth steps, the tree, the ring position."
         return dict(capacity=self.capacity, mode=self.mode, alpha=self.alpha, tau=self.tau, eps=self.eps,
-                    items=_plain(self.items, "a replay item"), base=self.base.copy(), born=self.born.copy(),
+                    items=plain_copy(self.items, "a replay item"), base=self.base.copy(), born=self.born.copy(),
                     tree=self.tree.tree.copy(), next=self.next, size=self.size, step=self.step)
 
     def load_state_dict(self, d: dict):
@@ -202,7 +203,7 @@ class ReplayBuffer:
         tree = _check_priorities(d["tree"])
         if tree.shape != self.tree.tree.shape or len(d["items"]) != self.capacity: raise ValueError("replay state does not fit this buffer's capacity")
         self.alpha, self.tau, self.eps = d["alpha"], d["tau"], d["eps"]
-        self.items = _plain(d["items"], "a replay item")
+        self.items = plain_copy(d["items"], "a replay item")
         self.base, self.born = np.array(d["base"], dtype=float), np.array(d["born"], dtype=np.int64)
         self.tree.tree = tree.copy()
         self.next, self.size, self.step = int(d["next"]), int(d["size"]), int(d["step"])

@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 from fastcore.basics import patch
 from ..rollout import Rollout
-from ..tasks import trl_completions, combine_rewards, RewardMix, reward_values
+from ..evaluation import trl_completions
+from ..rewards import combine_rewards, RewardMix, reward_values
 
 
 # %% auto #0
