@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
-from .core import Timer
+from .core import Timer, token_entropy
 from .models import chat_prompts, stop_token_ids, is_conversational
 
 # %% auto #0
@@ -589,8 +589,6 @@ def completion_logprobs(model, rollout: Rollout,
     return torch.cat(lps), (torch.cat(ents) if with_entropy else None)
 
 # %% ../nbs/03_rollout.ipynb #fd0fb4fb
-from .losses import token_entropy
-
 def response_logprobs(model,  # any Hugging Face causal LM
                       input_ids: torch.Tensor,  # (B, T) right-padded tokens (tokenize_prompt_and_output's input_ids)
                       labels: torch.Tensor,  # (B, T) the token that follows each position (its labels)

@@ -13,8 +13,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from fastcore.basics import patch
 from tqdm import tqdm
-from .core import seed_everything, rng_state, set_rng_state, get_device, masked_mean, masked_normalize, JsonlLogger, read_jsonl, atomic_write
-from .core import check_json_size
+from .core import seed_everything, rng_state, set_rng_state, get_device, masked_mean, masked_normalize, JsonlLogger, read_jsonl
+from .rundirs import atomic_write, check_json_size
 from .models import make_char_tokenizer, make_tiny_llama, load_policy, save_policy, sft_warm_start, add_lora, MODEL_PRESETS
 from .models import LORA_TARGETS, check_lora, check_chat_template_kwargs, is_conversational
 from .tasks import make_task, exact_match, TASKS
@@ -1150,7 +1150,7 @@ def _update(self: Trainer, r: Rollout) -> dict:
 # %% ../nbs/07_trainer.ipynb #72e573bb
 import re
 from safetensors.torch import save as _st_save, load as _st_load
-from .core import RunDirError, claim_run_dir, flatten_state, unflatten_state, inside_run
+from .rundirs import RunDirError, claim_run_dir, flatten_state, unflatten_state, inside_run
 
 _MANIFEST = re.compile(r"step_(\d{6,})\.json")
 

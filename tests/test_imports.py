@@ -19,7 +19,7 @@ LIB = Path(__file__).resolve().parents[1] / "rlref"
 # "mechanisms only; arms and sweeps live in the experiment layer", so a method importing the testbed points up.
 LAYERS = {
     "flow": 0, "methods": 0,                                        # the sub-packages' __init__ files: empty
-    "core": 0, "evidence": 0,                                       # core: seeding, devices, masked ops, statistics
+    "core": 0, "rundirs": 0, "evidence": 0,                         # core: seeding, devices, masked ops, statistics, run dirs
     "tasks": 1, "flow.rewards": 1,                                  # data: tasks, rewards
     "models": 2, "real_model": 2, "flow.model": 2,                  # models: tokenizers, presets, load_policy
     "rollout": 3, "kvcache": 3,                                     # sampling: rollout, fused forward, kv caches
@@ -40,7 +40,6 @@ GENERATED = {"_modidx"}
 # Known violations (issue 40, checked against the graph): (importer, imported module or module.name) -> what is taken.
 ALLOWED_UPWARD = {
     ("trainer", "testbed"): "WARM_STARTS, warm_start_dir: the warm-start registry (with testbed -> trainer: a circle)",
-    ("rollout", "losses"): "token_entropy: the sampler imports the learner's maths",
     ("kvcache", "models.sft_warm_start"): "recall_warm_start / heldout_recall: experiment code in the sampling layer",
     ("tasks", "models"): "chat_prompts, stop_token_ids for greedy_completions and exact_match (evaluation in data)",
     ("methods.judges", "testbed"): "warm_start_dir, cached_warm_start_path: a method reaches into the testbed",
