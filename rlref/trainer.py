@@ -487,7 +487,7 @@ class Trainer:
 # %% ../nbs/07_trainer.ipynb #5d7e0a02
 import contextlib
 from .core import get_dtype
-from .rollout import decoder_parts
+from .fused import decoder_parts
 
 def resolve_precision(dtype: str = "auto",  # TrainConfig.dtype: auto, float32, bfloat16, float16
                       mixed_precision: str = "auto",  # TrainConfig.mixed_precision: auto, no, bf16, fp16

@@ -22,7 +22,7 @@ LAYERS = {
     "core": 0, "rundirs": 0, "evidence": 0,                         # core: seeding, devices, masked ops, statistics, run dirs
     "tasks": 1, "flow.rewards": 1,                                  # data: tasks, rewards
     "models": 2, "real_model": 2, "flow.model": 2,                  # models: tokenizers, presets, load_policy
-    "rollout": 3, "kvcache": 3,                                     # sampling: rollout, fused forward, kv caches
+    "rollout": 3, "fused": 3, "kvcache": 3,                         # sampling: rollout, fused forward, kv caches
     "advantages": 4, "losses": 4, "flow.rl": 4,                     # algos: advantages, losses
     "trainer": 5,                                                   # train: config, loop, precision, checkpoints
     "vision": 6, "flow.hacking": 6,                                 # methods/, images/: mechanisms
