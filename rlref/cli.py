@@ -8,7 +8,8 @@ import argparse, dataclasses, difflib, inspect, json, math, os, re, sys, time, t
 from pathlib import Path
 from fastcore.docments import docments
 from .core import seed_everything, JsonlLogger, get_device
-from .rundirs import atomic_write, check_out_path, claim_run_dir, RunDirError, inside_run, check_json_size, MAX_JSON_DEPTH
+from .rundirs import atomic_write, check_out_path, claim_run_dir, RunDirError, inside_run
+from .rundirs import check_json_size, MAX_JSON_DEPTH
 from .models import make_char_tokenizer, make_tiny_llama, save_policy, sft_warm_start, MODEL_PRESETS
 from .tasks import make_task, exact_match, TASKS
 from .trainer import TrainConfig, Trainer, recipe_config, RECIPES, check_resume, find_checkpoint, read_manifest, RunInterrupted, TrainingStopped

@@ -220,7 +220,8 @@ def sample(model, tokenizer, prompts: list,  # texts, or message lists ([{"role"
                 keep = (~done).nonzero().squeeze(1)
                 rows = rows[keep]; cache.compact(keep)
                 if compress: kv_policy.compact(keep)
-            logits = step(tok[rows, None], P + i, next_pos[rows] + i, torch.ones(len(rows), 1, dtype=torch.bool, device=device), rows)
+            new_real = torch.ones(len(rows), 1, dtype=torch.bool, device=device)  # (b, 1) every new token is real
+            logits = step(tok[rows, None], P + i, next_pos[rows] + i, new_real, rows)  # (b, V)
     model.train(was_training)
     completion_ids = torch.stack(toks, 1)  # (B, C)
     C = completion_ids.shape[1]
@@ -282,11 +283,12 @@ def completion_logprobs(model, rollout: Rollout,
         sl = slice(i, i + mbs)
         real = cmask[sl] == 1  # (b, C) the tokens that are scored
         if chunked:  # only the real tokens, a chunk of rows at a time: the (b, C, V) logits never exist
-            h, head = completion_hidden(model, rollout.prompt_ids[sl], rollout.prompt_mask[sl], rollout.completion_ids[sl], cmask[sl],
-                                        parts, None if attention_mask_4d is None else attention_mask_4d[sl])  # (b, C, d)
+            am4 = None if attention_mask_4d is None else attention_mask_4d[sl]
+            h, head = completion_hidden(model, rollout.prompt_ids[sl], rollout.prompt_mask[sl], rollout.completion_ids[sl],
+                                        cmask[sl], parts, am4)  # (b, C, d)
             score = partial(token_logprobs, top_k=top_k, top_p=top_p)  # the sampler's truncation, replayed
-            lp_r, ent_r, out_r = chunked_token_logprobs(h[real], head, rollout.completion_ids[sl][real], score, temperature,
-                                                        with_entropy, chunk_rows, vocab_chunk)  # (n,) each
+            lp_r, ent_r, out_r = chunked_token_logprobs(h[real], head, rollout.completion_ids[sl][real], score,
+                                                        temperature, with_entropy, chunk_rows, vocab_chunk)  # (n,) each
             lp = lp_r.new_zeros(real.shape).index_put((real,), lp_r)  # (b, C)
             outside = torch.zeros_like(real).index_put((real,), out_r)
             if with_entropy: ents.append(ent_r.new_zeros(real.shape).index_put((real,), ent_r))

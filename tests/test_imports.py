@@ -19,7 +19,7 @@ LIB = Path(__file__).resolve().parents[1] / "rlref"
 # "mechanisms only; arms and sweeps live in the experiment layer", so a method importing the testbed points up.
 LAYERS = {
     "flow": 0, "methods": 0,                                        # the sub-packages' __init__ files: empty
-    "core": 0, "rundirs": 0, "evidence": 0,                         # core: seeding, devices, masked ops, statistics, run dirs
+    "core": 0, "rundirs": 0, "evidence": 0,                         # seeding, masked ops, statistics; run dirs
     "tasks": 1, "flow.rewards": 1,                                  # data: tasks, rewards
     "models": 2, "real_model": 2, "flow.model": 2,                  # models: tokenizers, presets, load_policy
     "rollout": 3, "fused": 3, "kvcache": 3,                         # sampling: rollout, fused forward, kv caches
