@@ -7,8 +7,9 @@ from __future__ import annotations
 import argparse, dataclasses, difflib, inspect, json, math, os, re, sys, time, types, typing
 from pathlib import Path
 from fastcore.docments import docments
-from .core import seed_everything, JsonlLogger, atomic_write, get_device, check_out_path, claim_run_dir, RunDirError
-from .core import inside_run, check_json_size, MAX_JSON_DEPTH
+from .core import seed_everything, JsonlLogger, get_device
+from .rundirs import atomic_write, check_out_path, claim_run_dir, RunDirError, inside_run
+from .rundirs import check_json_size, MAX_JSON_DEPTH
 from .models import make_char_tokenizer, make_tiny_llama, save_policy, sft_warm_start, MODEL_PRESETS
 from .tasks import make_task, TASKS
 from .evaluation import exact_match

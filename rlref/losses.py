@@ -15,7 +15,7 @@ from .advantages import dynamic_sampling_filter
 __all__ = ['PG_LOSS_KINDS', 'AGGREGATION_MODES', 'KL_ESTIMATORS', 'IS_MODES', 'clip_fraction', 'clipped_surrogate',
            'naive_policy_gradient_loss', 'policy_gradient_token_loss', 'aggregate_loss', 'kl_estimate',
            'effective_sample_size', 'ISCorrection', 'importance_weights', 'grpo_loss', 'grpo_microbatch_train_step',
-           'value_loss', 'dpo_loss', 'online_dpo_loss', 'token_entropy', 'masked_entropy', 'entropy_bonus', 'approx_kl',
+           'value_loss', 'dpo_loss', 'online_dpo_loss', 'masked_entropy', 'entropy_bonus', 'approx_kl',
            'zero_std_group_fraction']
 
 # %% ../nbs/06_losses.ipynb #72ff0fba
@@ -305,11 +305,7 @@ def online_dpo_loss(logps: torch.Tensor,  # (2P,) sequence log-probs of on-polic
     return (losses * valid).sum() / valid.sum().clamp(min=1), int(tied.sum())
 
 # %% ../nbs/06_losses.ipynb #54c5eebd
-def token_entropy(logits: torch.Tensor,  # (B, T, V) logits
-                 ) -> torch.Tensor:
-    "Entropy of the next-token distribution at every position, (B, T)."
-    logp = logits.float().log_softmax(-1)                             # (B, T, V)
-    return -(logp.exp() * logp).sum(-1)
+from .core import token_entropy   # the entropy at every position (chapter 00b)
 
 def masked_entropy(logits: torch.Tensor,  # (B, T, V) logits
                    mask: torch.Tensor,  # (B, T) completion mask

@@ -5,18 +5,17 @@
 # %% ../nbs/03_rollout.ipynb #58c001b5
 from __future__ import annotations
 import time, math, numbers
+from functools import partial
 from dataclasses import dataclass, field, fields, replace
 import torch
-import torch.nn.functional as F
-from torch.utils.checkpoint import checkpoint
-from .core import Timer
+from .core import Timer, token_entropy
+from .fused import (decoder_parts, shared_prefix_logits, AttentionRecorder, sampler_cache, cached_step, prefill,
+                         sampler_stats, completion_hidden, chunked_token_logprobs)
 from .models import chat_prompts, stop_token_ids, is_conversational
 
 # %% auto #0
-__all__ = ['GROW_SLOTS', 'FUSED_MODEL_TYPES', 'Rollout', 'batch_plan', 'truncate_logits', 'sample_logits', 'encode_prompts',
-           'SlotKVCache', 'decoder_parts', 'rope', 'attention', 'decoder_block', 'fused_cache_forward',
-           'shared_prefix_block', 'shared_prefix_hidden', 'shared_prefix_logits', 'check_sampling', 'sample',
-           'token_logprobs', 'completion_hidden', 'chunked_token_logprobs', 'completion_logprobs', 'response_logprobs']
+__all__ = ['Rollout', 'batch_plan', 'truncate_logits', 'sample_logits', 'encode_prompts', 'check_sampling', 'check_context',
+           'stop_mask', 'sample', 'token_logprobs', 'completion_logprobs', 'response_logprobs']
 
 # %% ../nbs/03_rollout.ipynb #1ff7567c
 @dataclass
@@ -128,184 +127,6 @@ def encode_prompts(tokenizer, prompts: list, n: int = 1, device=None,  # prompts
     mask = torch.tensor([[0] * (P - len(r)) + [1] * len(r) for r in rows], device=device)  # (N, P)
     return ids.repeat_interleave(n, 0), mask.repeat_interleave(n, 0)  # (N*n, P)
 
-# %% ../nbs/03_rollout.ipynb #b7fc9c52
-GROW_SLOTS = 16  # the fused sampler's cache grows by this many slots at a time
-
-class SlotKVCache:
-    "A preallocated KV cache of `n_slots` slots per row; `slot_seq` says which sequence index each slot holds."
-    def __init__(self, model, batch_size: int, n_slots: int, device=None, dtype=None):
-        cfg = model.config
-        n_layers, n_kv = cfg.num_hidden_layers, getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        p = next(model.parameters()); device, dtype = device or p.device, dtype or p.dtype
-        shape = (batch_size, n_kv, n_slots, head_dim)
-        self.k = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(n_layers)]
-        self.v = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(n_layers)]
-        self.slot_seq = torch.full((batch_size, n_slots), -1, device=device)  # (B, S) sequence index held, -1 = empty
-        self.slot_pos = torch.full((batch_size, n_slots), -1, device=device)  # (B, S) its RoPE position
-        self.slot_valid = torch.zeros(batch_size, n_slots, dtype=torch.bool, device=device)  # (B, S) a real token
-        self.n_slots, self.seen, self.write, self.active = n_slots, 0, None, n_slots
-
-    @property
-    def nbytes(self) -> int: return sum(t.numel() * t.element_size() for t in self.k + self.v)
-
-    def get_seq_length(self, layer_idx: int = 0) -> int: return self.seen  # cumulative tokens processed
-
-    def place(self, slots, seq, pos, valid):
-        "Before a forward: the next `q` tokens (sequence index `seq`, position `pos`) go into `slots` (B, q) or a slice."
-        self.write = slots
-        if isinstance(slots, slice):
-            self.slot_seq[:, slots], self.slot_pos[:, slots], self.slot_valid[:, slots] = seq, pos, valid
-        else:
-            self.slot_seq.scatter_(1, slots, seq); self.slot_pos.scatter_(1, slots, pos); self.slot_valid.scatter_(1, slots, valid)
-
-    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
-        "Called by each attention layer with the new (B, H, q, D) keys/values; returns the whole active buffer."
-        k, v = self.k[layer_idx], self.v[layer_idx]
-        if isinstance(self.write, slice): k[:, :, self.write], v[:, :, self.write] = key_states, value_states
-        else:
-            idx = self.write[:, None, :, None].expand_as(key_states)  # (B, H, q, D)
-            k.scatter_(2, idx, key_states); v.scatter_(2, idx, value_states)
-        if layer_idx == len(self.k) - 1: self.seen += key_states.shape[2]
-        return k[:, :, :self.active], v[:, :, :self.active]
-
-    def resize(self, n_slots: int) -> "SlotKVCache":
-        "Grow every row to `n_slots` slots (the first ones kept): the fused sampler grows its cache in chunks of `GROW_SLOTS`."
-        def fit(x, fill, dim):
-            out = x.new_full(x.shape[:dim] + (n_slots,) + x.shape[dim + 1:], fill)
-            m = min(n_slots, x.shape[dim]); out.narrow(dim, 0, m).copy_(x.narrow(dim, 0, m)); return out
-        self.k = [fit(x, 0, 2) for x in self.k]; self.v = [fit(x, 0, 2) for x in self.v]
-        self.slot_seq, self.slot_pos, self.slot_valid = fit(self.slot_seq, -1, 1), fit(self.slot_pos, -1, 1), fit(self.slot_valid, False, 1)
-        self.n_slots = self.active = n_slots
-        return self
-
-    def repeat_rows(self, n: int) -> "SlotKVCache":
-        "Repeat every row `n` times (prompt-major), e.g. after prefilling each distinct prompt once."
-        self.k = [t.repeat_interleave(n, 0) for t in self.k]; self.v = [t.repeat_interleave(n, 0) for t in self.v]
-        self.slot_seq, self.slot_pos, self.slot_valid = (t.repeat_interleave(n, 0) for t in (self.slot_seq, self.slot_pos, self.slot_valid))
-        return self
-
-    def compact(self, keep: torch.Tensor):
-        "Keep only the rows `keep` (LongTensor): finished rows stop costing compute."
-        self.k = [t[keep] for t in self.k]; self.v = [t[keep] for t in self.v]
-        self.slot_seq, self.slot_pos, self.slot_valid = self.slot_seq[keep], self.slot_pos[keep], self.slot_valid[keep]
-
-    def additive_mask(self, q_seq: torch.Tensor, dtype) -> torch.Tensor:
-        "(B, 1, q, S) additive mask: query at sequence index t sees valid slots holding indices <= t, and itself."
-        s = self.slot_seq[:, None, :self.active]  # (B, 1, S)
-        t = q_seq[:, :, None]  # (B, q, 1)
-        ok = (self.slot_valid[:, None, :self.active] & (s <= t) & (s >= 0)) | (s == t)  # (B, q, S)
-        return torch.zeros(ok.shape, dtype=dtype, device=ok.device).masked_fill_(~ok, torch.finfo(dtype).min)[:, None]
-
-# %% ../nbs/03_rollout.ipynb #e82fa75a
-FUSED_MODEL_TYPES = ("llama", "qwen2")
-
-def decoder_parts(model) -> tuple | None:
-    "(decoder, lm_head) of a Llama-family causal LM (also inside a peft wrapper), or None when rlref's fused forward doesn't cover it."
-    if callable(getattr(model, "fused_parts", None)): return model.fused_parts()   # a composite policy brings its own (chapter 14's logit averaging)
-    m = model.get_base_model() if hasattr(model, "get_base_model") else model
-    cfg, inner, head = getattr(m, "config", None), getattr(m, "model", None), getattr(m, "lm_head", None)
-    if cfg is None or inner is None or head is None or getattr(cfg, "model_type", None) not in FUSED_MODEL_TYPES: return None
-    if getattr(cfg, "use_sliding_window", False) or getattr(cfg, "attention_dropout", 0.0) or getattr(cfg, "pretraining_tp", 1) != 1: return None
-    if not all(hasattr(inner, a) for a in ("embed_tokens", "layers", "norm", "rotary_emb")): return None
-    attn = inner.layers[0].self_attn
-    if not all(hasattr(attn, a) for a in ("q_proj", "k_proj", "v_proj", "o_proj", "head_dim", "scaling")) or hasattr(attn, "q_norm"): return None
-    return inner, head
-
-def rope(x: torch.Tensor,  # (b, H, q, D) queries or keys
-         cos: torch.Tensor, sin: torch.Tensor,  # (b, q, D) from the model's rotary table
-        ) -> torch.Tensor:
-    "Rotary position embedding, the 'rotate half' convention of Llama."
-    x1, x2 = x.chunk(2, -1)
-    return x * cos[:, None] + torch.cat((-x2, x1), -1) * sin[:, None]  # (b, H, q, D)
-
-def attention(q: torch.Tensor,  # (b, H, q, D)
-              k: torch.Tensor, v: torch.Tensor,  # (b, H_kv, S, D)
-              bias: torch.Tensor,  # (b, 1, q, S) additive mask
-              scale: float) -> torch.Tensor:
-    "Softmax attention with GQA; two small matmuls for one query on CPU (faster than the fused kernel there), SDPA otherwise."
-    if q.shape[2] == 1 and q.device.type == "cpu":
-        if k.shape[1] != q.shape[1]: k, v = (t.repeat_interleave(q.shape[1] // k.shape[1], 1) for t in (k, v))
-        w = torch.softmax(q @ k.transpose(-1, -2) * scale + bias, -1, dtype=torch.float32).to(q.dtype)  # (b, H, 1, S)
-        return w @ v  # (b, H, 1, D)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale, enable_gqa=k.shape[1] != q.shape[1])
-
-def decoder_block(layer, x: torch.Tensor,  # (b, q, d) hidden states
-                  cos: torch.Tensor, sin: torch.Tensor,  # (b, q, D)
-                  attend) -> torch.Tensor:
-    "One pre-norm block; `attend(q, k, v)` gets this block's (b, H, q, D) queries and new keys/values and returns (b, H, q, D)."
-    a, (b, n, _) = layer.self_attn, x.shape
-    h = layer.input_layernorm(x)  # (b, q, d)
-    q = rope(a.q_proj(h).view(b, n, -1, a.head_dim).transpose(1, 2), cos, sin)  # (b, H, q, D)
-    k = rope(a.k_proj(h).view(b, n, -1, a.head_dim).transpose(1, 2), cos, sin)  # (b, H_kv, q, D)
-    v = a.v_proj(h).view(b, n, -1, a.head_dim).transpose(1, 2)  # (b, H_kv, q, D)
-    x = x + a.o_proj(attend(q, k, v).transpose(1, 2).reshape(b, n, -1))  # (b, q, d)
-    return x + layer.mlp(layer.post_attention_layernorm(x))
-
-# %% ../nbs/03_rollout.ipynb #2067cab3
-def fused_cache_forward(parts, ids: torch.Tensor,  # (b, q) new tokens
-                        pos: torch.Tensor,  # (b, q) their RoPE positions
-                        cache: SlotKVCache, bias: torch.Tensor,  # (b, 1, q, S) additive mask over the active slots
-                       ) -> torch.Tensor:
-    "Logits (b, V) of the last new token, writing keys/values into `cache` (where `cache.place` said)."
-    if hasattr(parts, "cache_forward"): return parts.cache_forward(ids, pos, cache, bias)   # a composite policy's parts (chapter 14)
-    inner, head = parts
-    x = inner.embed_tokens(ids)  # (b, q, d)
-    cos, sin = inner.rotary_emb(x, pos)  # (b, q, D)
-    for i, layer in enumerate(inner.layers):
-        x = decoder_block(layer, x, cos, sin, lambda q, k, v, i=i, s=layer.self_attn.scaling: attention(q, *cache.update(k, v, i), bias, s))
-    return head(inner.norm(x[:, -1:]))[:, -1]  # (b, V)
-
-# %% ../nbs/03_rollout.ipynb #f15ed6f1
-def shared_prefix_block(layer, x_p: torch.Tensor,  # (U, P, d) the distinct prompts' hidden states
-                        x_c: torch.Tensor,  # (B, C, d) the completions'
-                        rope_p: tuple, rope_c: tuple,  # (cos, sin) of the prompt and completion positions
-                        p_bias: torch.Tensor, c_bias: torch.Tensor,  # (U, 1, P, P), (B, 1, C, P+C) additive masks
-                        inverse: torch.Tensor,  # (B,) the distinct prompt of each row
-                       ) -> tuple[torch.Tensor, torch.Tensor]:
-    "One decoder block over the distinct prompts, then over the completions attending to `prompt ⊕ completion`."
-    s, kv = layer.self_attn.scaling, {}
-    def attend_prompt(q, k, v): kv["k"], kv["v"] = k, v; return attention(q, k, v, p_bias, s)
-    x_p = decoder_block(layer, x_p, *rope_p, attend_prompt)
-    x_c = decoder_block(layer, x_c, *rope_c,
-                        lambda q, k, v: attention(q, torch.cat([kv["k"][inverse], k], 2), torch.cat([kv["v"][inverse], v], 2), c_bias, s))
-    return x_p, x_c
-
-def shared_prefix_hidden(parts, prompt_ids: torch.Tensor,  # (B, P) left-padded prompts, typically G copies of each
-                         prompt_mask: torch.Tensor,  # (B, P)
-                         completion_ids: torch.Tensor,  # (B, C)
-                        ) -> torch.Tensor:
-    """Final hidden states (B, C, d) that predict each completion token, running every distinct prompt through the model once.
-    A layer whose `gradient_checkpointing` flag is set (HF's `activation_checkpointing_enable`) is checkpointed when gradients are on."""
-    inner, head = parts
-    (B, P), C = prompt_ids.shape, completion_ids.shape[1]
-    key = torch.cat([prompt_ids, prompt_mask.to(prompt_ids.dtype)], 1)  # (B, 2P) a prompt is its ids *and* its mask (pad may be eos)
-    uniq_key, inverse = torch.unique(key, dim=0, return_inverse=True)  # (U, 2P), (B,)
-    uniq, pmask = uniq_key[:, :P], uniq_key[:, P:].bool()  # (U, P), (U, P)
-    p_pos = (pmask.cumsum(1) - 1).clamp(min=0)  # (U, P)
-    c_pos = pmask.sum(1)[inverse][:, None] + torch.arange(C, device=prompt_ids.device)  # (B, C)
-    x_p, x_c = inner.embed_tokens(uniq), inner.embed_tokens(completion_ids)  # (U, P, d), (B, C, d)
-    dtype, neg = x_p.dtype, torch.finfo(x_p.dtype).min
-    causal = lambda n: torch.ones(n, n, dtype=torch.bool, device=prompt_ids.device).tril()
-    p_bias = torch.zeros(len(uniq), 1, P, P, dtype=dtype, device=x_p.device).masked_fill_(~(causal(P) & pmask[:, None, :])[:, None], neg)  # (U, 1, P, P)
-    c_bias = torch.cat([torch.zeros(B, 1, C, P, dtype=dtype, device=x_p.device).masked_fill_(~pmask[inverse][:, None, None, :], neg),
-                        torch.zeros(B, 1, C, C, dtype=dtype, device=x_p.device).masked_fill_(~causal(C), neg)], -1)  # (B, 1, C, P+C)
-    cos_p, sin_p = inner.rotary_emb(x_p, p_pos); cos_c, sin_c = inner.rotary_emb(x_c, c_pos)
-    for layer in inner.layers:
-        args = (layer, x_p, x_c, (cos_p, sin_p), (cos_c, sin_c), p_bias, c_bias, inverse)
-        if getattr(layer, "gradient_checkpointing", False) and torch.is_grad_enabled():  # keep the block's inputs, recompute it in backward
-            x_p, x_c = checkpoint(shared_prefix_block, *args, use_reentrant=False)
-        else: x_p, x_c = shared_prefix_block(*args)
-    return torch.cat([inner.norm(x_p[:, -1:])[inverse], inner.norm(x_c[:, :-1])], 1)  # (B, C, d)
-
-def shared_prefix_logits(parts, prompt_ids: torch.Tensor,  # (B, P) left-padded prompts, typically G copies of each
-                         prompt_mask: torch.Tensor,  # (B, P)
-                         completion_ids: torch.Tensor,  # (B, C)
-                        ) -> torch.Tensor:
-    "Logits (B, C, V) predicting each completion token, running every distinct prompt through the model once."
-    if hasattr(parts, "shared_prefix_logits"): return parts.shared_prefix_logits(prompt_ids, prompt_mask, completion_ids)   # a composite policy's parts (chapter 14)
-    return parts[1](shared_prefix_hidden(parts, prompt_ids, prompt_mask, completion_ids))  # (B, C, V)
-
 # %% ../nbs/03_rollout.ipynb #c0821eda
 def check_sampling(temperature: float, top_k: int = 0, top_p: float = 1.0):
     "A one-line ValueError for a temperature, top-k or top-p that neither the sampler nor the learner can use."
@@ -331,21 +152,21 @@ def _stop_ids(model, tokenizer, eos_token_ids) -> list[int]:
         raise ValueError(f"eos_token_ids must be a token id or a list of token ids >= 0, or None (= stop_token_ids), got {eos_token_ids!r}")
     return [int(i) for i in ids]
 
-class _AttentionRecorder:
-    "Context manager: run attention in eager mode (when `eager`) and keep each layer's (B, H, q, S) weights (when `record`)."
-    def __init__(self, model, record: bool, eager: bool):
-        self.model, self.record, self.eager, self.weights, self.handles = model, record, eager or record, {}, []
-    def __enter__(self):
-        self.old = self.model.config._attn_implementation
-        if self.eager: self.model.config._attn_implementation = "eager"
-        if self.record:
-            for m in self.model.modules():
-                if type(m).__name__.endswith("Attention") and hasattr(m, "layer_idx"):
-                    self.handles.append(m.register_forward_hook(lambda mod, inp, out: self.weights.__setitem__(mod.layer_idx, out[1])))
-        return self
-    def __exit__(self, *exc):
-        self.model.config._attn_implementation = self.old
-        for h in self.handles: h.remove()
+def check_context(model, P: int, max_new_tokens: int):
+    "A one-line ValueError when the longest prompt plus `max_new_tokens` does not fit the model's context."
+    T, ctx = P + max_new_tokens, getattr(model.config, "max_position_embeddings", None)
+    if ctx is not None and T > ctx:
+        raise ValueError(f"the longest prompt ({P} tokens) + max_new_tokens ({max_new_tokens}) = {T} "
+                         f"exceeds the model's context of {ctx} tokens")
+
+# %% ../nbs/03_rollout.ipynb #88ae1539
+def stop_mask(completion_ids: torch.Tensor,  # (B, C) the drawn tokens
+              stops: torch.Tensor,  # (K,) the ids that end a completion
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+    "(mask (B, C): 1 up to and including each row's first stop token, (B, C) True at every stop token)."
+    is_eos = torch.isin(completion_ids, stops)  # (B, C) stop tokens
+    after_eos = (is_eos.long().cumsum(1) - is_eos.long()) > 0  # strictly after the first <eos>
+    return (~after_eos).long(), is_eos
 
 # %% ../nbs/03_rollout.ipynb #d5fce9d2
 @torch.no_grad()
@@ -371,50 +192,17 @@ def sample(model, tokenizer, prompts: list,  # texts, or message lists ([{"role"
     prompt_ids, prompt_mask = encode_prompts(tokenizer, list(prompts), n, device, chat_template, system_prompt, chat_template_kwargs)  # (B, P)
     stops = torch.tensor(_stop_ids(model, tokenizer, eos_token_ids), dtype=torch.long, device=device)  # (K,) a row ends at any of them
     (B, P), T = prompt_ids.shape, prompt_ids.shape[1] + max_new_tokens
-    ctx = getattr(model.config, "max_position_embeddings", None)
-    if ctx is not None and T > ctx:
-        raise ValueError(f"the longest prompt ({P} tokens) + max_new_tokens ({max_new_tokens}) = {T} exceeds the model's context of {ctx} tokens")
-    compress = kv_policy is not None and not getattr(kv_policy, "is_noop", False)
-    parts = decoder_parts(model) if fused is not False and not compress else None
-    if fused and parts is None: raise ValueError("fused=True needs a Llama-family model (see decoder_parts) and no KV compression")
-    S = kv_policy.n_slots(P, T) if compress else T
-    cache = SlotKVCache(model, B, S, device, dtype) if parts is None else SlotKVCache(model, len(prompts), min(S, P + GROW_SLOTS), device, dtype)
-    evicted_at = torch.full((B, T + 1), T, device=device) if compress else None  # (B, T+1), last column is scratch
-    if compress: kv_policy.reset(cache)
+    check_context(model, P, max_new_tokens)
+    compress, parts, S, cache, evicted_at = sampler_cache(model, kv_policy, fused, len(prompts), B, P, T, device, dtype)
+    policy = kv_policy if compress else None  # the policy that compresses the cache, if any
     positions = (prompt_mask.cumsum(1) - 1).clamp(min=0)  # (B, P)
-    was_training = model.training; model.eval()
-
-    def step(ids, seq0, pos, valid, rec, rows):  # one forward over q tokens at sequence indices seq0.. for the batch rows `rows`
-        b, q = ids.shape
-        seq = torch.arange(seq0, seq0 + q, device=device).expand(b, q)  # (b, q)
-        if compress:
-            slots = kv_policy.choose(cache, q, seq0)  # (b, q)
-            gone_valid = cache.slot_valid.gather(1, slots)
-            gone = torch.where(gone_valid, cache.slot_seq.gather(1, slots), T)  # (b, q) evicted sequence indices
-            evicted_at[rows] = evicted_at[rows].scatter_(1, gone, torch.where(gone_valid, seq0, T))
-            cache.place(slots, seq, pos, valid)
-        else:
-            if parts is not None and seq0 + q > cache.n_slots: cache.resize(min(S, seq0 + q + GROW_SLOTS))
-            cache.active = cache.n_slots if parts is not None else seq0 + q  # fused: the whole (contiguous) buffer, empty slots masked
-            cache.place(slice(seq0, seq0 + q), seq, pos, valid)
-        if parts is not None: return fused_cache_forward(parts, ids, pos, cache, cache.additive_mask(seq, dtype))  # (b, V)
-        out = model(input_ids=ids, attention_mask=cache.additive_mask(seq, dtype), position_ids=pos, cache=cache,
-                    use_cache=True, logits_to_keep=1)
-        if compress and kv_policy.needs_attention: kv_policy.observe(cache, [rec.weights[i] for i in sorted(rec.weights)], seq)
-        return out.logits[:, -1]  # (b, V)
-
-    with _AttentionRecorder(model, record=compress and kv_policy.needs_attention, eager=device.type == "cpu") as rec:
-        chunk = kv_policy.prefill_chunk(S) if compress else P
-        bounds = list(range(P, 0, -chunk))[::-1]  # chunks end exactly at P: the last one holds the question
-        starts = [0] + bounds[:-1]
+    was_training = model.training
+    model.eval()
+    with AttentionRecorder(model, record=compress and kv_policy.needs_attention, eager=device.type == "cpu") as rec:
+        # step(ids, seq0, pos, valid, rows): one forward over q new tokens through the cache, logits (b, V) of the last
+        step = partial(cached_step, model, parts, cache, policy, evicted_at, T, S, dtype, rec)
+        logits = prefill(step, prompt_ids, prompt_mask, positions, n, parts, policy, S, cache)  # (B, V)
         rows = torch.arange(B, device=device)  # the rows still computed; finished ones are dropped from the batch
-        if parts is not None:  # prefill each distinct prompt once, then copy its cache and logits to its n rows
-            one = torch.arange(0, B, n, device=device)  # (N,) the first row of each prompt
-            logits = step(prompt_ids[one], 0, positions[one], prompt_mask[one].bool(), rec, one).repeat_interleave(n, 0)  # (B, V)
-            cache.repeat_rows(n)
-        else:
-            for s, e in zip(starts, bounds):
-                logits = step(prompt_ids[:, s:e], s, positions[:, s:e], prompt_mask[:, s:e].bool(), rec, rows)
         t_prefill = time.perf_counter()
         toks, logps = [], []
         finished = torch.zeros(B, dtype=torch.bool, device=device)
@@ -432,20 +220,14 @@ def sample(model, tokenizer, prompts: list,  # texts, or message lists ([{"role"
                 keep = (~done).nonzero().squeeze(1)
                 rows = rows[keep]; cache.compact(keep)
                 if compress: kv_policy.compact(keep)
-            logits = step(tok[rows, None], P + i, next_pos[rows] + i, torch.ones(len(rows), 1, dtype=torch.bool, device=device), rec, rows)
+            new_real = torch.ones(len(rows), 1, dtype=torch.bool, device=device)  # (b, 1) every new token is real
+            logits = step(tok[rows, None], P + i, next_pos[rows] + i, new_real, rows)  # (b, V)
     model.train(was_training)
     completion_ids = torch.stack(toks, 1)  # (B, C)
     C = completion_ids.shape[1]
-    is_eos = torch.isin(completion_ids, stops)  # (B, C) stop tokens
-    after_eos = (is_eos.long().cumsum(1) - is_eos.long()) > 0  # strictly after the first <eos>
-    completion_mask = (~after_eos).long()  # (B, C)
+    completion_mask, is_eos = stop_mask(completion_ids, stops)  # (B, C) each
     lengths = completion_mask.sum(1)
-    t_end = time.perf_counter()
-    n_tok = int(lengths.sum())
-    stats = dict(seconds=t_end - t_start, cpu_seconds=time.process_time() - cpu_start, prefill_seconds=t_prefill - t_start, decode_seconds=t_end - t_prefill,
-                 new_tokens=n_tok, tokens_per_s=n_tok / max(t_end - t_start, 1e-9), kv_slots=S, kv_bytes=cache.nbytes,
-                 dense_kv_bytes=cache.nbytes * T // cache.n_slots, batch_size=B, prompt_len=P, completion_len=C)
-    extras = dict(stats=stats)
+    extras = dict(stats=sampler_stats(t_start, cpu_start, t_prefill, int(lengths.sum()), cache, S, T, B, P, C))
     if compress:
         extras["evicted_at"] = evicted_at[:, :P + C].clamp(max=P + C)  # (B, P+C) first sequence index that no longer saw each token
         extras["kv_policy"] = repr(kv_policy)
@@ -468,71 +250,7 @@ def token_logprobs(logits: torch.Tensor,  # (..., V) temperature-scaled logits
         lp = torch.where(outside, full, lp)
     return logp, lp, outside
 
-# %% ../nbs/03_rollout.ipynb #9ca87d97
-def completion_hidden(model, rollout: Rollout, rows: slice,  # the rows to run
-                      parts=None,  # decoder_parts(model) for the fused forward, or None for the model's own decoder
-                      attention_mask_4d: torch.Tensor | None = None,  # (B, 1, T, T) additive mask (HF path only)
-                     ) -> tuple[torch.Tensor, torch.nn.Module]:
-    "(final hidden states (b, C, d) that predict the completion tokens of `rows`, the output head): the forward without the (b, C, V) logits."
-    if parts is not None:
-        return shared_prefix_hidden(parts, rollout.prompt_ids[rows], rollout.prompt_mask[rows], rollout.completion_ids[rows]), parts[1]
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    cfg = getattr(base, "config", None)
-    odd = [k for k in ("final_logit_softcapping", "logit_scale", "logits_scaling") if getattr(cfg, k, None) not in (None, 1, 1.0)]
-    if odd: raise ValueError(f"chunked log-probs apply the output head themselves and would skip {base.config.model_type}'s {odd[0]}; leave chunk_rows and vocab_chunk None")
-    P = rollout.prompt_ids.shape[1]
-    ids = torch.cat([rollout.prompt_ids[rows], rollout.completion_ids[rows]], 1)  # (b, P+C)
-    mask = torch.cat([rollout.prompt_mask[rows], rollout.completion_mask[rows]], 1)  # (b, P+C)
-    am = mask if attention_mask_4d is None else attention_mask_4d[rows]
-    h = base.get_decoder()(input_ids=ids, attention_mask=am, position_ids=(mask.long().cumsum(1) - 1).clamp(min=0), use_cache=False).last_hidden_state
-    return h[:, P - 1:-1], base.get_output_embeddings()  # (b, C, d)
-
-def _vocab_chunked_logprobs(h: torch.Tensor, head: torch.nn.Linear, tokens: torch.Tensor, temperature: float, vocab_chunk: int):
-    "Log-prob (r,) and entropy (r,) of `tokens` from (r, d) hidden states, `vocab_chunk` logit columns at a time (an online log-sum-exp)."
-    M = s = t = None
-    tok_z = h.new_zeros(len(tokens), dtype=torch.float32)  # (r,) the sampled token's logit
-    for v0 in range(0, head.weight.shape[0], vocab_chunk):
-        w, b = head.weight[v0:v0 + vocab_chunk], None if head.bias is None else head.bias[v0:v0 + vocab_chunk]
-        z = F.linear(h, w, b).float() / temperature  # (r, v) one slice of the logits
-        inside = (tokens >= v0) & (tokens < v0 + z.shape[1])  # (r,)
-        tok_z = torch.where(inside, z.gather(1, (tokens - v0).clamp(0, z.shape[1] - 1)[:, None]).squeeze(1), tok_z)
-        m = z.max(1).values  # (r,)
-        e = (z - m[:, None]).exp()  # (r, v)
-        s_c, t_c = e.sum(1), (e * (m[:, None] - z)).sum(1)  # sum of exp(z - m), and of exp(z - m)(m - z) >= 0
-        if M is None: M, s, t = m, s_c, t_c
-        else:  # merge two pieces at their common max: every term stays >= 0, so the entropy has no cancellation
-            Mn = torch.maximum(M, m); a, c = (M - Mn).exp(), (m - Mn).exp()
-            t = a * (s * (Mn - M) + t) + c * (s_c * (Mn - m) + t_c)
-            s, M = a * s + c * s_c, Mn
-    return tok_z - (M + s.log()), s.log() + t / s  # log p(token) = z - logsumexp; H = log s + E[m - z]
-
-def chunked_token_logprobs(h: torch.Tensor,  # (n, d) hidden states, one row per scored token
-                           head: torch.nn.Module,  # the output layer (an nn.Linear when vocab_chunk is set)
-                           tokens: torch.Tensor,  # (n,) the sampled tokens
-                           temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,  # as in token_logprobs
-                           with_entropy: bool = True,
-                           chunk_rows: int | None = None,  # rows per chunk (None = all n at once)
-                           vocab_chunk: int | None = None,  # logit columns per step (None = the whole vocabulary)
-                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(log-probs (n,), entropies (n,) (empty without with_entropy), (n,) outside-support flags), `chunk_rows` rows at a time: at most
-    (chunk_rows, V) logits exist at once, or (chunk_rows, vocab_chunk). With gradients on, each chunk is checkpointed (its logits are
-    recomputed in backward instead of kept)."""
-    if vocab_chunk is not None and not isinstance(head, torch.nn.Linear):
-        raise ValueError(f"vocab_chunk slices the output head's weight and needs an nn.Linear head, got {type(head).__name__}; leave vocab_chunk None")
-    def piece(hh, tt):
-        if vocab_chunk is not None:
-            lp, ent = _vocab_chunked_logprobs(hh, head, tt, temperature, vocab_chunk)
-            return lp, ent if with_entropy else ent[:0], torch.zeros_like(tt, dtype=torch.bool)
-        logp, lp, outside = token_logprobs(head(hh).float() / temperature, tt, top_k, top_p)  # (r, V), (r,), (r,)
-        ent = -(logp.exp() * logp.nan_to_num(neginf=0.0)).sum(-1) if with_entropy else lp[:0]  # (r,)
-        return lp, ent, outside
-    out, step = [], chunk_rows or max(len(tokens), 1)
-    for s in range(0, len(tokens), step):
-        args = (h[s:s + step], tokens[s:s + step])
-        out.append(checkpoint(piece, *args, use_reentrant=False) if torch.is_grad_enabled() and h.requires_grad else piece(*args))
-    if not out: return h.new_zeros(0, dtype=torch.float32), h.new_zeros(0, dtype=torch.float32), tokens.new_zeros(0, dtype=torch.bool)
-    return tuple(torch.cat(x) for x in zip(*out))
-
+# %% ../nbs/03_rollout.ipynb #910c0424
 def _check_chunk(name, v):
     if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1):
         raise ValueError(f"{name} must be None or an int >= 1, got {v!r}")
@@ -565,9 +283,12 @@ def completion_logprobs(model, rollout: Rollout,
         sl = slice(i, i + mbs)
         real = cmask[sl] == 1  # (b, C) the tokens that are scored
         if chunked:  # only the real tokens, a chunk of rows at a time: the (b, C, V) logits never exist
-            h, head = completion_hidden(model, rollout, sl, parts, attention_mask_4d)  # (b, C, d)
-            lp_r, ent_r, out_r = chunked_token_logprobs(h[real], head, rollout.completion_ids[sl][real], temperature, top_k, top_p,
-                                                        with_entropy, chunk_rows, vocab_chunk)  # (n,) each
+            am4 = None if attention_mask_4d is None else attention_mask_4d[sl]
+            h, head = completion_hidden(model, rollout.prompt_ids[sl], rollout.prompt_mask[sl], rollout.completion_ids[sl],
+                                        cmask[sl], parts, am4)  # (b, C, d)
+            score = partial(token_logprobs, top_k=top_k, top_p=top_p)  # the sampler's truncation, replayed
+            lp_r, ent_r, out_r = chunked_token_logprobs(h[real], head, rollout.completion_ids[sl][real], score,
+                                                        temperature, with_entropy, chunk_rows, vocab_chunk)  # (n,) each
             lp = lp_r.new_zeros(real.shape).index_put((real,), lp_r)  # (b, C)
             outside = torch.zeros_like(real).index_put((real,), out_r)
             if with_entropy: ents.append(ent_r.new_zeros(real.shape).index_put((real,), ent_r))
@@ -589,8 +310,6 @@ def completion_logprobs(model, rollout: Rollout,
     return torch.cat(lps), (torch.cat(ents) if with_entropy else None)
 
 # %% ../nbs/03_rollout.ipynb #fd0fb4fb
-from .losses import token_entropy
-
 def response_logprobs(model,  # any Hugging Face causal LM
                       input_ids: torch.Tensor,  # (B, T) right-padded tokens (tokenize_prompt_and_output's input_ids)
                       labels: torch.Tensor,  # (B, T) the token that follows each position (its labels)

@@ -13,8 +13,8 @@ import torch
 import torch.nn as nn
 from fastcore.basics import patch
 from tqdm import tqdm
-from .core import seed_everything, get_device, masked_mean, masked_normalize, JsonlLogger, read_jsonl, atomic_write
-from .core import check_json_size, claim_run_dir, inside_run
+from .core import seed_everything, get_device, masked_mean, masked_normalize, JsonlLogger, read_jsonl
+from .rundirs import atomic_write, check_json_size, claim_run_dir, inside_run
 from .models import make_char_tokenizer, make_tiny_llama, load_policy, save_policy, sft_warm_start, add_lora, MODEL_PRESETS
 from .models import LORA_TARGETS, check_lora, check_chat_template_kwargs, is_conversational
 from .tasks import make_task, TASKS

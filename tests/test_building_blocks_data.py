@@ -4,7 +4,7 @@ import pytest, torch
 from rlref.models import (make_char_tokenizer, make_tiny_llama, tokenize_prompt_and_output, encode_pairs, sft_loss,
                           sft_microbatch_train_step)
 from rlref.rollout import sample, completion_logprobs, response_logprobs
-from rlref.losses import token_entropy
+from rlref.core import token_entropy
 from rlref.rewards import parse_last_number, parse_choice_letter, parse_int
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,8 @@ every id of the model's generation_config.eos_token_id, and a locally saved Qwen
 import pytest, torch
 from rlref.models import (make_char_tokenizer, make_tiny_llama, make_chat_tokenizer, make_tiny_qwen2, save_policy, load_policy,
                           chat_prompts, stop_token_ids)
-from rlref.rollout import encode_prompts, sample, completion_logprobs, decoder_parts
+from rlref.rollout import encode_prompts, sample, completion_logprobs
+from rlref.fused import decoder_parts
 from rlref.evaluation import greedy_completions
 from rlref.trainer import Trainer, TrainConfig
 

@@ -128,7 +128,7 @@ def test_sft_refuses_a_non_empty_out_and_overwrite_replaces_an_earlier_run(tmp_p
 # ---------------------------------------------------------------- real processes: the lock, Ctrl-C, python -m rlref.cli
 def test_a_second_command_on_a_busy_out_is_refused(tmp_path):
     out = tmp_path / "run"
-    hold = "import sys; from rlref.core import run_lock; cm = run_lock(sys.argv[1]); cm.__enter__(); print('locked', flush=True); sys.stdin.read()"
+    hold = "import sys; from rlref.rundirs import run_lock; cm = run_lock(sys.argv[1]); cm.__enter__(); print('locked', flush=True); sys.stdin.read()"
     holder = subprocess.Popen([sys.executable, "-c", hold, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"

@@ -7,7 +7,7 @@ from rlref.tasks import make_task, make_arithmetic
 from rlref.rewards import REWARD_FUNCS, reward_func, combine_rewards, answer_reward, format_reward, correctness_reward, extract_answer, normalize_answer
 from rlref.trainer import Trainer, TrainConfig, recipe_config
 from rlref.train.checkpoints import check_resume
-from rlref.core import RunDirError
+from rlref.rundirs import RunDirError
 
 def _words(n=40, seed=0):
     "Sums phrased as questions, with an integer result and an extra column the rewards may read."

@@ -134,7 +134,7 @@ def test_resume_under_two_processes_is_exact(two, tmp_path):
 def test_a_checkpoint_of_two_processes_is_refused_by_one(two):
     "Each rank's sampler stream is part of the state: resuming on another number of processes would not continue the run."
     from rlref.train.checkpoints import find_checkpoint
-    from rlref.core import RunDirError
+    from rlref.rundirs import RunDirError
     tr = Trainer.setup(recipe_config(RECIPE, **CFG))
     with pytest.raises(RunDirError, match=r"written by 2 process\(es\) but this run has 1; resume it with 2"): tr.load_checkpoint(find_checkpoint(two))
 

@@ -17,7 +17,7 @@ WITH = [p for p in CHAPTERS if sv.exercises_start(_load(p)) is not None]
 # getting exercises), none may join it: a new chapter comes with exercises, and a chapter cannot lose them.
 WITHOUT_EXERCISES_YET = {"90_appendix_rollout_systems",   # appendices of systems detail moved out of 03 and 07
                          "94_appendix_precision_memory", "95_appendix_data_parallel", "96_appendix_checkpoints",
-                         "97_appendix_rewards", "97a_appendix_report"}   # every other chapter has exercises
+                         "96a_appendix_rewards", "96b_appendix_report"}   # every other chapter has exercises
 # Pages that are references, not lessons: nothing to practise, so no exercises (and no code at all).
 REFERENCE_PAGES = {"98_bibliography"}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import rlref.trainer
 from rlref.cli import main, run_sft, run_train
-from rlref.core import RunDirError, RUN_MARKER, is_run_dir, check_json_size
+from rlref.rundirs import RunDirError, RUN_MARKER, is_run_dir, check_json_size
 from rlref.tasks import make_task
 from rlref.rewards import combine_rewards
 from rlref.trainer import Trainer, TrainConfig, recipe_config

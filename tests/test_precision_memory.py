@@ -5,6 +5,7 @@ import copy, gc, warnings
 import pytest, torch
 from transformers import LlamaConfig, LlamaForCausalLM
 import rlref.rollout as R
+import rlref.fused as FU
 from rlref.models import make_char_tokenizer, make_tiny_llama, add_lora
 from rlref.tasks import make_task
 from rlref.rollout import Rollout, completion_logprobs
@@ -158,7 +159,8 @@ def test_fused_false_reaches_sampler_and_learner(tiny, monkeypatch):
     tok, model, task = tiny
     asked = []
     real = R.decoder_parts
-    monkeypatch.setattr(R, "decoder_parts", lambda m: asked.append(1) or real(m))
+    for module in (R, FU):                                           # the learner asks in rollout, the sampler in fused
+        monkeypatch.setattr(module, "decoder_parts", lambda m: asked.append(1) or real(m))
     kw = BASE | dict(lr=1e-3, beta=0.04, kl_every=1, num_iterations=2)
     Trainer(TrainConfig(**kw, fused=False), copy.deepcopy(model), tok, task).train_step()
     assert not asked

@@ -123,7 +123,7 @@ def test_fused_forward_llama_and_lora(policy):
 
 def test_fused_forward_qwen2_gqa_bias():
     from transformers import Qwen2Config, Qwen2ForCausalLM
-    from rlref.rollout import decoder_parts
+    from rlref.fused import decoder_parts
     tok = make_char_tokenizer()
     cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                       num_key_value_heads=2, max_position_embeddings=64, pad_token_id=tok.pad_token_id,

@@ -4,7 +4,8 @@ and a checkpoint is never unpickled nor read from outside its folder."""
 import json, os, pickle, shutil, subprocess, sys, warnings
 from pathlib import Path
 import pytest, torch
-from rlref.core import RunDirError, claim_run_dir, run_lock, holds_run_lock, check_out_path, read_jsonl
+from rlref.core import read_jsonl
+from rlref.rundirs import RunDirError, claim_run_dir, run_lock, holds_run_lock, check_out_path
 from rlref.trainer import Trainer, recipe_config
 from rlref.train.checkpoints import find_checkpoint, read_manifest, RunInterrupted, preflight_run
 from rlref.cli import run_train
@@ -33,7 +34,7 @@ def done(finished, tmp_path):
     d = tmp_path / "run"; shutil.copytree(finished, d); return d
 
 # ---------------------------------------------------------------- 1. the lock
-HOLD = "import sys; from rlref.core import run_lock; cm = run_lock(sys.argv[1]); cm.__enter__(); print('locked', flush=True); sys.stdin.read()"
+HOLD = "import sys; from rlref.rundirs import run_lock; cm = run_lock(sys.argv[1]); cm.__enter__(); print('locked', flush=True); sys.stdin.read()"
 
 def test_a_second_process_is_refused_while_the_first_holds_the_run(tmp_path):
     out = tmp_path / "run"

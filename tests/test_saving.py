@@ -6,7 +6,8 @@ import pytest, torch
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
 from peft import PeftModel
-from rlref.core import RunDirError, read_jsonl
+from rlref.core import read_jsonl
+from rlref.rundirs import RunDirError
 from rlref.rollout import completion_logprobs
 from rlref.trainer import Trainer, recipe_config
 from rlref.train.checkpoints import find_checkpoint, RunInterrupted, read_manifest

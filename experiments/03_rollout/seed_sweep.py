@@ -16,8 +16,8 @@ _sys.path.insert(0, str(_pathlib.Path(__file__).resolve().parents[2] / "tools"))
 import argparse, copy, json, time
 import torch
 from rlref.models import make_char_tokenizer, make_tiny_llama
-from rlref.rollout import (encode_prompts, SlotKVCache, fused_cache_forward, decoder_parts, shared_prefix_logits, sample, completion_logprobs,
-                           sample_logits)
+from rlref.rollout import encode_prompts, sample, completion_logprobs, sample_logits
+from rlref.fused import SlotKVCache, fused_cache_forward, decoder_parts, shared_prefix_logits
 
 def run(s):
     G = lambda k: torch.Generator().manual_seed(100 * s + k)

@@ -6,8 +6,8 @@
 from __future__ import annotations
 import math
 import torch
-from ..core import masked_mean
-from ..losses import token_entropy, grpo_loss, aggregate_loss, approx_kl
+from ..core import masked_mean, token_entropy
+from ..losses import grpo_loss, aggregate_loss, approx_kl
 from ..rollout import Rollout, sample, completion_logprobs
 from ..trainer import Trainer
 from .sparse_rollouts import completion_log_softmax

@@ -11,7 +11,8 @@ import torch
 import torch.nn as nn
 from transformers import DynamicCache
 from transformers.modeling_outputs import CausalLMOutput
-from ..rollout import Rollout, decoder_parts, fused_cache_forward, shared_prefix_logits, sample
+from ..rollout import Rollout, sample
+from ..fused import decoder_parts, fused_cache_forward, shared_prefix_logits
 from ..tasks import TASKS, make_arithmetic, make_task
 from ..rewards import REWARD_FUNCS
 from ..evaluation import greedy_completions

@@ -10,8 +10,8 @@ from pathlib import Path
 import torch
 from fastcore.basics import patch
 from safetensors.torch import save as _st_save, load as _st_load
-from ..core import rng_state, set_rng_state, atomic_write, flatten_state, unflatten_state
-from ..core import RunDirError, claim_run_dir, inside_run
+from ..core import rng_state, set_rng_state
+from ..rundirs import atomic_write, flatten_state, unflatten_state, RunDirError, claim_run_dir, inside_run
 from ..models import save_policy
 
 

@@ -9,7 +9,8 @@ from typing import Callable
 import torch
 import torch.nn as nn
 from fastcore.basics import patch
-from ..core import get_device, RunDirError
+from ..core import get_device
+from ..rundirs import RunDirError
 from ..rollout import Rollout, completion_logprobs
 from ..losses import zero_std_group_fraction
 from .rewards import reward_func_metrics, concat_rollouts

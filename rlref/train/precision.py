@@ -11,7 +11,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.multiprocessing.reductions import StorageWeakRef
 from ..core import get_device, get_dtype
-from ..rollout import decoder_parts
+from ..fused import decoder_parts
 
 
 # %% auto #0
