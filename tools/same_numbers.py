@@ -11,8 +11,10 @@ recipe seed 0 for 20 steps, and each `arith-*` recipe again from the testbed's s
 rewards near 50%): the same algorithm code at a fraction of the cost, which is what the test runs with the testbed.
 The hash is SHA-256 of the records with the wall-clock fields dropped, each record re-serialised with sorted keys
 (key order is not a number; every float round-trips exactly through Python's json), one line each. Bitwise float
-results differ across torch builds and thread counts, so the file records the torch version and threads, and a
-comparison on another torch is refused."""
+results differ across torch builds, thread counts and CPUs (torch dispatches to other kernels on an AVX-512 machine than
+on an AVX2 one, and sums in another order), so each run records the environment it was measured in (torch, threads,
+the CPU's kernel capability and model), and a run is compared only where that environment is this one; `--write` on
+the old code records a new machine beside the others."""
 import argparse, hashlib, json, os, platform, subprocess, sys, tempfile, time
 from pathlib import Path
 
@@ -55,10 +57,27 @@ def digest(records: list[dict]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def cpu_model() -> str:
+    "The CPU's model name (Linux: /proc/cpuinfo), else what platform says."
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"): return line.split(":", 1)[1].strip()
+    except OSError: pass
+    return platform.processor() or "unknown"
+
+
 def environment() -> dict:
+    "What decides the bits of a CPU run: torch's build, threads, and the kernels this CPU gets (AVX2, AVX512, ...)."
     import torch
     return dict(torch=torch.__version__, threads=1, python=platform.python_version(), machine=platform.machine(),
-                device="cpu")
+                device="cpu", cpu=torch.backends.cpu.get_cpu_capability(), cpu_model=cpu_model())
+
+
+COMPARED = ("torch", "threads", "machine", "device", "cpu", "cpu_model")   # the fields two environments must share
+
+
+def same_environment(a: dict, b: dict) -> bool:
+    return all(a.get(k) == b.get(k) for k in COMPARED)
 
 
 def run_one(run: dict, work: Path) -> list[dict]:
@@ -82,7 +101,7 @@ def measure(run: dict, work: Path) -> dict:
     evals = [r["eval_accuracy"] for r in records if "eval_accuracy" in r]
     final = {k: last[k] for k in KEY_METRICS if k in last} | ({"eval_accuracy": evals[-1]} if evals else {})
     return dict(name=run["name"], recipe=run["recipe"], steps=run["steps"], seed=run["seed"], flags=run["flags"],
-                sets=run["sets"], hash=digest(records), final=final, records=records)
+                sets=run["sets"], environment=environment(), hash=digest(records), final=final, records=records)
 
 
 def first_difference(old: list[dict], new: list[dict]) -> str:
@@ -118,17 +137,20 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", help="runs whose name contains one of these words")
     a = ap.parse_args(argv)
     env = environment()
+    rec = load() if RECORD.exists() else dict(runs=[])
+    here = [r for r in rec["runs"] if same_environment(r["environment"], env)]   # recorded in this environment
     if a.write:
         runs = select(all_runs(recipe_names()), a.set, a.only)
-        old = {r["name"]: r for r in load()["runs"]} if RECORD.exists() else {}
+        old = {r["name"]: r for r in here}
     else:
-        rec = load()
-        if rec["environment"]["torch"] != env["torch"]:
-            print(f"recorded with torch {rec['environment']['torch']}, this is torch {env['torch']}: bitwise results "
-                  "differ across builds, so there is nothing to compare (record anew with --write on the old code)")
+        runs = select(here, a.set, a.only)
+        if not runs:
+            seen = sorted({f"{r['environment'].get('cpu')} {r['environment'].get('cpu_model')}" for r in rec["runs"]})
+            print(f"no run of this set was recorded in this environment (torch {env['torch']}, {env['cpu']} "
+                  f"{env['cpu_model']}; recorded: {seen}): bitwise results differ across builds and CPUs, so there is "
+                  "nothing to compare (record anew with --write on the old code)")
             return 2
-        runs = select(rec["runs"], a.set, a.only)
-        old = {r["name"]: r for r in rec["runs"]}
+        old = {r["name"]: r for r in here}
     results, bad = [], []
     with tempfile.TemporaryDirectory(prefix="same-numbers-") as work:
         for run in runs:
@@ -140,10 +162,12 @@ def main(argv=None) -> int:
             if diff and not a.write: bad.append(diff)
             results.append(m)
     if a.write:
-        kept = [r for name, r in old.items() if name not in {m["name"] for m in results}]
+        new = {(m["name"], json.dumps(m["environment"], sort_keys=True)) for m in results}
+        kept = [r for r in rec["runs"] if (r["name"], json.dumps(r["environment"], sort_keys=True)) not in new
+                and not (r["name"] in {m["name"] for m in results} and same_environment(r["environment"], env))]
         order = {r["name"]: i for i, r in enumerate(all_runs(recipe_names()))}
-        allruns = sorted(kept + results, key=lambda r: order.get(r["name"], len(order)))
-        RECORD.write_text(json.dumps(dict(environment=env, time_keys=sorted(TIME_KEYS), runs=allruns), indent=1) + "\n")
+        allruns = sorted(kept + results, key=lambda r: (order.get(r["name"], len(order)), r["environment"]["cpu_model"]))
+        RECORD.write_text(json.dumps(dict(time_keys=sorted(TIME_KEYS), runs=allruns), indent=1) + "\n")
         print(f"wrote {len(allruns)} runs to {RECORD.relative_to(ROOT)}")
         return 0
     if bad: print("different numbers:\n  " + "\n  ".join(bad))
