@@ -19,411 +19,18 @@ from .models import make_char_tokenizer, make_tiny_llama, load_policy, save_poli
 from .models import LORA_TARGETS, check_lora, check_chat_template_kwargs, is_conversational
 from .tasks import make_task, exact_match, TASKS
 from .rollout import Rollout, sample, completion_logprobs, batch_plan
-from .advantages import compute_advantages, gae_advantages, dynamic_sampling_filter
-from .losses import (grpo_loss, value_loss, online_dpo_loss, importance_weights, kl_estimate, approx_kl,
-                          zero_std_group_fraction, aggregate_loss, AGGREGATION_MODES, IS_MODES)
+from .advantages import dynamic_sampling_filter
+from .losses import importance_weights, kl_estimate, approx_kl, zero_std_group_fraction
+from .algorithms import ALGORITHMS, LossContext, Critic, dpo_pairs, get_algorithm
+from .train.config import TrainConfig
 
 # %% auto #0
-__all__ = ['ALGORITHMS', 'LR_SCHEDULES', 'RECIPES', 'HOOK_POINTS', 'LARGE_VOCAB', 'AUTO_MICRO_BATCH', 'AUTO_CHUNK_ROWS',
-           'LOCAL_ADVANTAGE_ALGORITHMS', 'RESUME_HARMLESS', 'LossContext', 'Algorithm', 'register_algorithm',
-           'policy_gradient_loss', 'dpo_pairs', 'TrainConfig', 'recipe_config', 'Critic', 'TrainingStopped',
-           'lr_lambda', 'Trainer', 'resolve_precision', 'BaseReference', 'frozen_reference', 'enable_checkpointing',
-           'vocab_size', 'auto_memory', 'accuracy_interval', 'sampler_seed', 'data_parallel_accelerator',
-           'check_data_parallel', 'on_main', 'LearnerForward', 'soft_overlong_penalty', 'concat_rollouts', 'StepState',
-           'completion_id_lists', 'reward_func_metrics', 'stateful_hooks', 'state_sha256', 'read_manifest',
-           'find_checkpoint', 'check_resume', 'preflight_run', 'RunInterrupted', 'plot_report', 'emulate_data_parallel',
-           'TensorMemory']
-
-# %% ../nbs/07_trainer.ipynb #a1f0c002
-@dataclass
-class LossContext:
-    "What the loss of one micro-batch sees; also the payload of `loss_terms` hooks (readable like a dict: ctx['mb'])."
-    mb: Rollout                     # the micro-batch (b rows)
-    logprobs: torch.Tensor          # (b, C) learner log-probs, differentiable
-    entropy: torch.Tensor | None    # (b, C) learner token entropies, differentiable
-    old_logprobs: torch.Tensor      # (b, C) log pi_old; logprobs.detach() when the rollout is used once, on-policy (ratio = 1)
-    minibatch_tokens: int           # completion tokens of the whole minibatch
-    n_micro: float                  # minibatch rows / micro-batch rows: this micro-batch holds 1/n_micro of the minibatch's rows
-    def __getitem__(self, k): return getattr(self, k)
-    @property
-    def row_share(self) -> float: return 1.0 / self.n_micro
-    @property
-    def token_share(self) -> float: return float(self.mb.completion_mask.sum()) / max(self.minibatch_tokens, 1)
-
-    def aggregate(self, per_token: torch.Tensor, loss_type: str, max_len: int | None = None) -> torch.Tensor:
-        "This micro-batch's exact share of the minibatch aggregate of a (b, C) per-token loss."
-        m = self.mb.completion_mask
-        if loss_type in ("dapo", "bnpo"): return masked_normalize(per_token, m, max(self.minibatch_tokens, 1))   # the minibatch's token mean
-        return aggregate_loss(per_token, m, loss_type, max_len) * self.row_share
-
-@dataclass
-class Algorithm:
-    "One RL algorithm: what it needs from the loop, its defaults and config checks, its advantages and its loss."
-    name: str
-    advantages: Callable | None     # (trainer, r) -> None: set r.advantages (B,) or (B, C); None = no advantages (pairs)
-    loss: Callable                  # (trainer, ctx: LossContext) -> (loss, metrics): the micro-batch's share of the minibatch loss
-    default_loss_type: str | None = "dapo"  # aggregation when TrainConfig.loss_type is None (None: the loss aggregates by itself)
-    kl: tuple = ("beta",)           # KL knobs it uses: "beta" (k3 in the loss), "kl_coef" (k1 in the reward); others are refused
-    min_group: int = 1              # the smallest samples_per_prompt it accepts
-    needs_critic: bool = False      # a value model (trainer.critic), trained with the policy
-    needs_old_logprobs: bool = False  # always record log pi_old before the update (else: only when the rollout is reused)
-    needs_ref: Callable = lambda cfg: cfg.beta > 0 or cfg.kl_coef > 0  # (cfg) -> whether a frozen reference is built
-    pairs: bool = False             # trains on preference pairs (rows 2k, 2k+1), which minibatches keep together
-    prepare: Callable | None = None  # (trainer, r) -> r before the advantages (e.g. choose the pairs)
-    check: Callable | None = None   # (cfg) -> None: raise ValueError for a config this algorithm cannot run
-    temperature: Callable = lambda cfg: cfg.temperature  # (cfg) -> temperature of the learner's log-probs in the loss
-
-ALGORITHMS: dict[str, Algorithm] = {}
-
-def register_algorithm(algo: Algorithm, replace: bool = False) -> Algorithm:
-    "Add `algo` to ALGORITHMS (the registry TrainConfig and Trainer read); returns it."
-    if not isinstance(algo, Algorithm): raise TypeError(f"register_algorithm takes an Algorithm, got {type(algo).__name__}")
-    if not algo.name or not isinstance(algo.name, str): raise ValueError(f"an algorithm needs a non-empty name, got {algo.name!r}")
-    if algo.name in ALGORITHMS and not replace: raise ValueError(f"algorithm {algo.name!r} is already registered; pass replace=True to redefine it")
-    if algo.default_loss_type not in AGGREGATION_MODES + (None,): raise ValueError(f"unknown default_loss_type {algo.default_loss_type!r}; choose one of {AGGREGATION_MODES}")
-    if not set(algo.kl) <= {"beta", "kl_coef"}: raise ValueError(f"kl must name 'beta' and/or 'kl_coef', got {algo.kl!r}")
-    ALGORITHMS[algo.name] = algo
-    return algo
-
-# %% ../nbs/07_trainer.ipynb #a1f0c003
-def policy_gradient_loss(trainer, ctx: LossContext, advantages: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
-    "The clipped surrogate x IS weights (+ beta k3 KL to the reference) of one micro-batch, as its share of the minibatch loss."
-    cfg, mb = trainer.cfg, ctx.mb
-    ref_lp = trainer.logprobs(trainer.ref, mb) if cfg.beta else None
-    token_level = cfg.loss_type in ("dapo", "bnpo")      # token means over the minibatch: divide by its token count
-    loss, info = grpo_loss(ctx.logprobs, ctx.old_logprobs, mb.advantages if advantages is None else advantages, mb.completion_mask,
-                           loss_type="dapo" if token_level else cfg.loss_type, eps_low=cfg.eps_low, eps_high=cfg.eps_high,
-                           beta=cfg.beta, ref_logprobs=ref_lp, max_len=trainer.max_new_tokens,
-                           num_items_in_batch=ctx.minibatch_tokens if token_level else None, dual_clip=cfg.dual_clip,
-                           is_weights=mb.extras.get("is_weights"), kl_ratio_correction=cfg.kl_ratio_correction)
-    info.pop("loss")
-    return (loss if token_level else loss * ctx.row_share), info       # row means: weighted by the micro-batch's share of rows
-
-def _group_check(cfg):
-    if cfg.scale_rewards not in ("group", "batch", "none"): raise ValueError(f"scale_rewards must be 'group', 'batch' or 'none', got {cfg.scale_rewards!r}")
-
-def _grpo_advantages(tr, r):
-    r.advantages = compute_advantages("grpo", r.rewards, tr.cfg.samples_per_prompt, scale=tr.cfg.scale_rewards)  # (B,)
-
-def _rloo_advantages(tr, r):
-    rewards = r.rewards - tr.cfg.kl_coef * tr._seq_kl(r).sum(1) if tr.cfg.kl_coef else r.rewards  # k1 KL in the reward
-    r.advantages = compute_advantages("rloo", rewards, tr.cfg.samples_per_prompt)  # (B,)
-
-def _reinforce_pp_advantages(tr, r):
-    cfg = tr.cfg
-    tok_r = -cfg.kl_coef * tr._seq_kl(r) if cfg.kl_coef else None                   # (B, C) k1 KL per token in the reward
-    name = "reinforce_pp_baseline" if cfg.reinforce_pp_variant == "baseline" else "reinforce_pp"
-    r.advantages = compute_advantages(name, r.rewards, cfg.samples_per_prompt, r.completion_mask, token_rewards=tok_r)  # (B, C)
-
-def _reinforce_pp_check(cfg):
-    if cfg.reinforce_pp_variant not in ("baseline", "plain"): raise ValueError(f"reinforce_pp_variant must be 'baseline' or 'plain', got {cfg.reinforce_pp_variant!r}")
-    if cfg.reinforce_pp_variant == "baseline" and cfg.samples_per_prompt < 2:
-        raise ValueError("reinforce_pp_variant='baseline' subtracts the group-mean reward and needs samples_per_prompt >= 2; use 'plain' for one sample per prompt")
-
-def _ppo_advantages(tr, r):
-    cfg, m = tr.cfg, r.completion_mask
-    last = (m.cumsum(1) == m.sum(1, keepdim=True)) & (m > 0)              # (B, C) the final token
-    tok_r = last.float() * r.rewards[:, None]                             # (B, C)
-    if cfg.kl_coef: tok_r = tok_r - cfg.kl_coef * tr._seq_kl(r)
-    with torch.no_grad(): values = tr.critic(r)                           # (B, C)
-    adv, ret = gae_advantages(tok_r, values, m, gamma=cfg.gamma, lam=cfg.lam)
-    mu, sd = masked_mean(adv, m), masked_mean((adv - masked_mean(adv, m)) ** 2, m).sqrt()
-    r.advantages = (adv - mu) / (sd + 1e-8) * m                           # (B, C) whitened over the batch
-    r.extras["returns"], r.extras["old_values"] = ret, values
-
-def _ppo_loss(tr, ctx):
-    loss, info = policy_gradient_loss(tr, ctx)
-    mb, m = ctx.mb, ctx.mb.completion_mask
-    vl = value_loss(tr.critic(mb), mb.extras["old_values"], mb.extras["returns"], m, clip=tr.cfg.value_clip)  # token mean
-    info |= dict(policy_loss=loss.item(), value_loss=vl.item())
-    return loss + tr.cfg.vf_coef * vl * ctx.token_share, info           # token mean over the minibatch
-
-def dpo_pairs(tr, r: Rollout) -> Rollout:
-    "Online DPO: each group's best and worst sample as rows (2k, 2k+1); a group of equal rewards gives its first two samples."
-    G = tr.cfg.samples_per_prompt
-    rw = r.rewards.view(-1, G)                                            # (P, G)
-    hi, lo = rw.argmax(1), rw.argmin(1)                                   # (P,) each
-    tie = hi == lo                                                        # all equal: argmax = argmin = 0
-    hi, lo = torch.where(tie, 0, hi), torch.where(tie, 1, lo)
-    base = torch.arange(rw.shape[0], device=rw.device) * G
-    return r.select(torch.stack([base + hi, base + lo], 1).flatten())      # (2P,) rows
-
-def _online_dpo_loss(tr, ctx):
-    cfg, mb, m = tr.cfg, ctx.mb, ctx.mb.completion_mask
-    ref_lp = tr.logprobs(tr.ref, mb, temperature=cfg.dpo_temperature)
-    loss, ties = online_dpo_loss((ctx.logprobs * m).sum(1), (ref_lp * m).sum(1), mb.rewards, beta=cfg.dpo_beta, ties=cfg.dpo_ties)
-    return loss * ctx.row_share, {"dpo_ties": ties}
-
-def _online_dpo_check(cfg):
-    if cfg.loss_type is not None: raise ValueError(f"loss_type does not apply to online_dpo (it compares whole-sequence log-probs); leave it None, got {cfg.loss_type!r}")
-    if cfg.dpo_ties not in ("first", "drop"): raise ValueError(f"dpo_ties must be 'first' or 'drop', got {cfg.dpo_ties!r}")
-    for k in ("dynamic_sampling", "overlong_filter"):
-        if getattr(cfg, k): raise ValueError(f"{k} drops rows and would break online_dpo's preference pairs; set {k}=False")
-    for k in ("minibatch_size", "micro_batch_size"):
-        if _is_int(getattr(cfg, k)) and getattr(cfg, k) % 2: raise ValueError(f"{k} must be even for online_dpo (rows are pairs), got {getattr(cfg, k)}")
-
-register_algorithm(Algorithm("grpo", _grpo_advantages, policy_gradient_loss, default_loss_type="dapo", min_group=2, check=_group_check))
-register_algorithm(Algorithm("rloo", _rloo_advantages, policy_gradient_loss, default_loss_type="seq_mean_token_sum", kl=("beta", "kl_coef"), min_group=2))
-register_algorithm(Algorithm("reinforce_pp", _reinforce_pp_advantages, policy_gradient_loss, kl=("beta", "kl_coef"), check=_reinforce_pp_check))
-register_algorithm(Algorithm("ppo", _ppo_advantages, _ppo_loss, kl=("beta", "kl_coef"), needs_critic=True, needs_old_logprobs=True))
-register_algorithm(Algorithm("online_dpo", None, _online_dpo_loss, default_loss_type=None, kl=(), min_group=2, needs_ref=lambda cfg: True,
-                             pairs=True, prepare=dpo_pairs, check=_online_dpo_check, temperature=lambda cfg: cfg.dpo_temperature))
-
-# %% ../nbs/07_trainer.ipynb #ef0d2478
-LR_SCHEDULES = ("constant", "cosine", "linear")
-
-def _is_int(x) -> bool: return isinstance(x, int) and not isinstance(x, bool)
-def _is_num(x) -> bool: return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-@dataclass
-class TrainConfig:
-    "Everything one RL run needs. Each field has one line of help; derived sizes come from `batch_plan`; every value is checked at construction."
-    # -- what to train
-    task: str = "arith"                  # task name (rlref.tasks.TASKS)
-    task_kwargs: dict = field(default_factory=dict)  # passed to make_task (e.g. n_digits, n_train)
-    task_seed: int | None = None         # seed of the task's train/test split (None = seed); fix it when several RL seeds share one warm start
-    reward_funcs: list | None = None     # TRL-style reward functions (rlref.tasks.REWARD_FUNCS names, 'module:function' strings; callables only without out); None = the task's correctness + format_weight * format
-    reward_weights: list[float] | None = None  # one finite weight per reward function (None = all 1.0): a weighted sum
-    model: str | None = None             # HF checkpoint path/name; None = fresh tiny model + SFT warm start
-    warm_start: str | None = None        # a shipped warm start (rlref.testbed.WARM_STARTS): this seed's checkpoint, checked by SHA-256 (instead of model / SFT)
-    size: str = "tiny"                   # model preset when model is None
-    max_len: int = 64                    # context length of a fresh model
-    sft_steps: int = 2000                # SFT warm-start steps for a fresh model (0 = none; also the horizon of its LR decay)
-    sft_lr: float = 1e-3                 # SFT learning rate (1e-3 leaves a less over-confident warm start than 3e-3, see below)
-    sft_batch_size: int = 128            # SFT examples per step
-    sft_target: float | None = 0.55      # stop SFT early once held-out exact match reaches this, in (0, 1] (None = run all sft_steps)
-    sft_eval_every: int = 10             # SFT steps between the held-out checks of sft_target
-    lora_r: int = 0                      # LoRA rank (0 = full fine-tuning)
-    lora_alpha: int | float = 16         # LoRA scale: the adapters' update is multiplied by lora_alpha / lora_r (peft's lora_alpha)
-    lora_dropout: float = 0.0            # dropout on the adapters' input, in [0, 1) (peft's lora_dropout)
-    lora_target_modules: list | str = field(default_factory=lambda: list(LORA_TARGETS))  # module names that get adapters, or "all-linear" (every linear layer but the output head)
-    chat_template: bool | None = None    # wrap prompts in the tokenizer's chat template (None = when the tokenizer has one; False = raw prompts); message-list prompts always use it
-    system_prompt: str | None = None     # a system turn before every prompt (needs a chat template)
-    chat_template_kwargs: dict | None = None  # extra arguments to apply_chat_template, e.g. {"enable_thinking": false} (TRL's chat_template_kwargs)
-    # -- algorithm
-    algorithm: str = "grpo"              # a name in ALGORITHMS
-    loss_type: str | None = None         # aggregation (rlref.losses.AGGREGATION_MODES); None = the algorithm's default_loss_type
-    scale_rewards: str = "group"         # GRPO advantage scale: group, batch or none (= Dr. GRPO)
-    reinforce_pp_variant: str = "baseline"  # REINFORCE++: "baseline" subtracts the group-mean reward before whitening (the paper's REINFORCE++-baseline, for G > 1); "plain" whitens raw returns (the paper's REINFORCE++, e.g. G = 1)
-    eps_low: float = 0.2                 # PPO clip below 1
-    eps_high: float | None = None        # PPO clip above 1 (None = eps_low; DAPO clip-higher: 0.28)
-    dual_clip: float | None = None       # dual-clip constant c > 1 (None = off)
-    beta: float = 0.0                    # k3 KL-to-reference weight in the loss (GRPO style)
-    kl_coef: float = 0.0                 # k1 KL-to-reference weight in the reward (RLOO, REINFORCE++, PPO style; not with beta)
-    kl_ratio_correction: bool = False    # multiply the k3 term by the ratio pi/pi_old (TRL's use_bias_correction_kl)
-    entropy_coef: float = 0.0            # entropy bonus weight
-    dynamic_sampling: bool = False       # DAPO: drop groups whose rewards are all equal, then refill the batch
-    max_refill_rounds: int = 4           # dynamic sampling: extra rollouts to refill the batch with informative groups (0 = no refill)
-    overlong_filter: bool = False        # DAPO: leave truncated completions (no <eos> within max_new_tokens) out of the loss
-    overlong_buffer: int = 0             # DAPO soft overlong penalty L_cache in tokens (0 = off), see soft_overlong_penalty
-    format_weight: float = 0.0           # weight of the format reward added to correctness
-    gamma: float = 1.0                   # PPO discount
-    lam: float = 0.95                    # PPO GAE lambda
-    vf_coef: float = 0.1                 # PPO value-loss weight
-    value_clip: float | None = 0.2       # PPO value clip eps_v (None = plain squared error)
-    dpo_beta: float = 0.1                # Online DPO beta
-    dpo_temperature: float = 1.0         # temperature of Online DPO's log-probs (TRL's OnlineDPOTrainer scores at 1, whatever the sampling temperature)
-    dpo_ties: str = "first"              # Online DPO pairs with equal rewards: "first" keeps them, first sample chosen (TRL); "drop" leaves them out
-    is_correction: str = "none"          # sampler/learner mismatch correction (rlref.losses.IS_MODES)
-    is_clip: float = 2.0                 # threshold C of the IS correction
-    is_clip_min: float | None = None     # *_mis modes: also mask weights below this (None = no lower bound)
-    is_veto: float | None = None         # mask a whole sequence if any token weight is below this, e.g. 1e-4 (None = off)
-    # -- batch
-    prompts_per_step: int = 64           # distinct prompts per rollout
-    samples_per_prompt: int = 8          # completions per prompt (group size G)
-    minibatch_size: int | None = None    # rows per optimizer step (None = the whole rollout)
-    micro_batch_size: int | Literal["auto"] | None = "auto"  # rows per forward/backward: auto = 8 at a vocabulary of >= 32,768 tokens, else the whole minibatch (None)
-    num_iterations: int = 1              # mu: passes over each rollout
-    max_new_tokens: int | None = None    # completion budget (None = the task's)
-    temperature: float = 0.7             # sampling temperature (the learner scores at the same temperature)
-    top_k: int = 0                       # sampler top-k (0 = off); the learner replays the same truncation
-    top_p: float = 1.0                   # sampler nucleus mass (1 = off); the learner replays the same truncation
-    # -- optimisation
-    steps: int = 400                     # RL steps (rollouts)
-    lr: float = 3e-4                     # AdamW learning rate
-    warmup_steps: int = 10               # linear LR warm-up (optimizer steps)
-    lr_schedule: str = "constant"        # after warm-up: constant, or cosine / linear decay to 0 at the end of the run
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0           # gradient clipping
-    max_bad_steps: int = 3               # stop after this many consecutive non-finite optimizer steps
-    # -- precision and memory
-    dtype: str = "auto"                  # storage dtype of the policy's weights: auto (float32 under mixed precision, else the device's: bf16 on a bf16 GPU, fp32 on CPU), float32, bfloat16, float16
-    mixed_precision: str = "auto"        # no, bf16 or fp16 (trainable weights and AdamW state stay fp32, forwards under torch.autocast), or auto (bf16 on a bf16 GPU, no elsewhere)
-    gradient_checkpointing: bool = False  # recompute each decoder layer in backward instead of keeping its activations (fused blocks and the HF path alike)
-    fused: bool | None = None            # rlref's fused forward in sampler and learner: None = when the model allows, False = always the HF path, True = required
-    logprob_chunk_rows: int | Literal["auto"] | None = "auto"  # completion tokens per output-head + log-softmax chunk: auto = 1024 at a vocabulary of >= 32,768 tokens, else None (a micro-batch's (rows, C, V) logits at once)
-    vocab_chunk: int | None = None       # logit columns per step of a chunked log-sum-exp (None = the whole vocabulary; needs top_k=0, top_p=1)
-    # -- bookkeeping
-    seed: int = 0                        # in [0, 2**31)
-    eval_every: int = 50                 # steps between held-out evaluations (and at the first and last step)
-    kl_every: int = 10                   # steps between measurements of KL(pi_before || pi_after) of one update (a no-grad forward; 0 = never)
-    eval_limit: int = 500                # held-out prompts per evaluation
-    checkpoint_every: int = 50           # steps between checkpoints (0 = never)
-    keep_checkpoints: int = 2            # complete checkpoints kept on disk
-    out: str | None = None               # run directory (None = nothing written)
-    progress: bool = True                # tqdm bar
-
-    def __post_init__(self):
-        if self.lora_target_modules == ["all-linear"]: self.lora_target_modules = "all-linear"   # the command line's one-value list
-        if self.loss_type is None and self.algorithm in ALGORITHMS: self.loss_type = ALGORITHMS[self.algorithm].default_loss_type
-        self.validate()
-
-    def validate(self):
-        "Raise one clear ValueError, naming the field, for the first invalid value."
-        def need(ok, k, what):
-            if not ok: raise ValueError(f"{k} must be {what}, got {getattr(self, k)!r}")
-        def choose(k, options, what=None):
-            if getattr(self, k) not in options: raise ValueError(f"unknown {what or k} {getattr(self, k)!r}; choose one of {tuple(options)}")
-        choose("algorithm", ALGORITHMS); choose("task", sorted(TASKS))
-        if self.reward_weights is not None and self.reward_funcs is None: raise ValueError("reward_weights needs reward_funcs (one weight per reward function)")
-        if self.reward_funcs is not None:
-            from rlref.tasks import combine_rewards
-            need(isinstance(self.reward_funcs, (list, tuple)), "reward_funcs", "a list of REWARD_FUNCS names, 'module:function' strings or callables, or None")
-            combine_rewards(self.reward_funcs, self.reward_weights)       # unknown name, bad import string, weights: one ValueError naming the entry
-            if self.format_weight: raise ValueError("set format_weight or reward_funcs, not both: with reward_funcs the reward is their weighted sum (add 'format' with a weight)")
-            named = [f for f in self.reward_funcs if not isinstance(f, str)]
-            if self.out is not None and named: raise ValueError(f"reward_funcs[{self.reward_funcs.index(named[0])}] is a callable, which cannot be written to config.json "
-                                                                "(a run with out must resume by name): register it in rlref.tasks.REWARD_FUNCS or pass 'module:function'")
-        need(isinstance(self.task_kwargs, dict), "task_kwargs", "a dict")
-        check_json_size(self.task_kwargs, "task_kwargs")                # before anything compares or serialises it
-        if self.out is not None:
-            try: json.dumps(self.task_kwargs)
-            except (TypeError, ValueError): raise ValueError(f"task_kwargs must be JSON-serialisable when out is set (config.json), got {self.task_kwargs!r}; "
-                                                             "pass a dataset as a path (save_to_disk) instead of an object") from None
-        if self.warm_start is not None:
-            from .testbed import WARM_STARTS
-            choose("warm_start", WARM_STARTS, "warm start")
-            if self.model is not None: raise ValueError(f"set model or warm_start, not both (got model={self.model!r}, warm_start={self.warm_start!r})")
-            ws = WARM_STARTS[self.warm_start]
-            if self.task_seed is not None and self.task_seed != self.seed:   # the warm start of seed s was trained on split s
-                raise ValueError(f"warm start {self.warm_start!r} for seed {self.seed} was trained on the split of seed {self.seed}; leave task_seed None, got {self.task_seed}")
-            if (self.task, self.task_kwargs) != (ws["task"], ws["task_kwargs"]):   # another split could hold the warm start's training items
-                raise ValueError(f"warm start {self.warm_start!r} was trained on task {ws['task']!r} with task_kwargs={ws['task_kwargs']}; "
-                                 f"got task {self.task!r} with task_kwargs={self.task_kwargs}")
-        if self.builds_warm_start: choose("size", sorted(MODEL_PRESETS), "model preset")
-        choose("lr_schedule", LR_SCHEDULES); choose("is_correction", IS_MODES); choose("scale_rewards", ("group", "batch", "none"))
-        if self.loss_type is not None: choose("loss_type", AGGREGATION_MODES)
-        need(isinstance(self.task_kwargs, dict), "task_kwargs", "a dict")
-        need(self.chat_template is None or isinstance(self.chat_template, bool), "chat_template", "True, False or None (= when the tokenizer has one)")
-        need(self.system_prompt is None or (isinstance(self.system_prompt, str) and self.chat_template is not False), "system_prompt",
-             "a string used with a chat template (chat_template True or None), or None")
-        check_chat_template_kwargs(self.chat_template_kwargs)            # a dict of template variables, none that rlref sets itself
-        if self.chat_template_kwargs:
-            if self.chat_template is False: raise ValueError("chat_template_kwargs go to the chat template, but chat_template=False sends prompts raw")
-            check_json_size(self.chat_template_kwargs, "chat_template_kwargs")
-            try: json.dumps(self.chat_template_kwargs)
-            except (TypeError, ValueError): raise ValueError(f"chat_template_kwargs must be JSON-serialisable (config.json), got {self.chat_template_kwargs!r}") from None
-        if self.lora_r:
-            try: check_lora(self.lora_r, self.lora_alpha, self.lora_dropout, self.lora_target_modules)
-            except ValueError as e: raise ValueError(str(e).replace("LoRA rank r", "lora_r")) from None
-        elif unused := [k for k, v in dict(lora_alpha=16, lora_dropout=0.0, lora_target_modules=list(LORA_TARGETS)).items() if getattr(self, k) != v]:
-            raise ValueError(f"{unused[0]} is set, but lora_r = 0 means full fine-tuning without adapters: set lora_r > 0 (e.g. 8)")
-        for k in ("steps", "sft_steps", "eval_every", "kl_every", "checkpoint_every", "lora_r", "warmup_steps", "top_k", "max_refill_rounds",
-                  "overlong_buffer", "prompts_per_step", "samples_per_prompt", "num_iterations", "keep_checkpoints", "max_bad_steps",
-                  "eval_limit", "sft_batch_size", "sft_eval_every", "max_len", "seed"):
-            need(_is_int(getattr(self, k)), k, "an int")
-            need(getattr(self, k) >= 0, k, ">= 0")
-        for k in ("prompts_per_step", "samples_per_prompt", "num_iterations", "keep_checkpoints", "max_bad_steps", "eval_limit",
-                  "sft_batch_size", "sft_eval_every", "max_len"):
-            need(getattr(self, k) >= 1, k, ">= 1")
-        for k in ("max_new_tokens", "minibatch_size"):
-            need(getattr(self, k) is None or (_is_int(getattr(self, k)) and getattr(self, k) >= 1), k, "an int >= 1 or None")
-        for k in ("micro_batch_size", "logprob_chunk_rows"):   # "auto": resolved by the Trainer from the policy's vocabulary (auto_memory)
-            need(getattr(self, k) in (None, "auto") or (_is_int(getattr(self, k)) and getattr(self, k) >= 1), k, "an int >= 1, 'auto' or None")
-        need(self.seed < 2 ** 31, "seed", "< 2**31")
-        choose("dtype", ("auto", "float32", "bfloat16", "float16")); choose("mixed_precision", ("auto", "no", "bf16", "fp16"))
-        need(isinstance(self.gradient_checkpointing, bool), "gradient_checkpointing", "True or False")
-        need(self.fused is None or isinstance(self.fused, bool), "fused", "None (when the model allows), True or False")
-        need(self.vocab_chunk is None or (_is_int(self.vocab_chunk) and self.vocab_chunk >= 1), "vocab_chunk", "an int >= 1 or None")
-        if self.vocab_chunk is not None and (self.top_k or (_is_num(self.top_p) and self.top_p < 1)):
-            raise ValueError(f"vocab_chunk cannot replay the sampler's top_k/top_p truncation (it needs whole rows of logits); got top_k={self.top_k}, top_p={self.top_p}")
-        need(self.task_seed is None or (_is_int(self.task_seed) and 0 <= self.task_seed < 2 ** 31), "task_seed", "an int in [0, 2**31), or None (= seed)")
-        need(self.out is None or (isinstance(self.out, (str, os.PathLike)) and str(self.out).strip() != ""), "out", "a non-empty path, or None (write nothing)")
-        for k in ("lr", "temperature", "eps_low", "is_clip", "dpo_beta", "dpo_temperature"):
-            need(_is_num(getattr(self, k)) and getattr(self, k) > 0, k, "> 0 and finite")
-        for k in ("beta", "kl_coef", "weight_decay", "vf_coef"):
-            need(_is_num(getattr(self, k)) and getattr(self, k) >= 0, k, ">= 0 and finite")
-        for k in ("entropy_coef", "format_weight"): need(_is_num(getattr(self, k)), k, "finite")
-        for k in ("gamma", "lam"): need(_is_num(getattr(self, k)) and 0 <= getattr(self, k) <= 1, k, "in [0, 1]")
-        need(not math.isnan(self.max_grad_norm) and self.max_grad_norm > 0, "max_grad_norm", "> 0")
-        need(self.eps_high is None or (_is_num(self.eps_high) and self.eps_high > 0), "eps_high", "> 0 and finite, or None")
-        need(self.dual_clip is None or (_is_num(self.dual_clip) and self.dual_clip > 1), "dual_clip", "> 1, or None")
-        need(self.value_clip is None or (_is_num(self.value_clip) and self.value_clip > 0), "value_clip", "> 0, or None")
-        need(self.sft_target is None or (_is_num(self.sft_target) and 0 < self.sft_target <= 1), "sft_target", "in (0, 1], or None")
-        if self.sft_steps: need(_is_num(self.sft_lr) and self.sft_lr > 0, "sft_lr", "> 0 and finite")
-        need(_is_num(self.top_p) and 0 < self.top_p <= 1, "top_p", "in (0, 1]")
-        need(self.is_clip_min is None or (_is_num(self.is_clip_min) and 0 <= self.is_clip_min < self.is_clip), "is_clip_min", "in [0, is_clip), or None")
-        need(self.is_veto is None or (_is_num(self.is_veto) and 0 < self.is_veto < 1), "is_veto", "in (0, 1), or None")
-        if self.max_new_tokens is not None: need(self.overlong_buffer <= self.max_new_tokens, "overlong_buffer", f"<= max_new_tokens ({self.max_new_tokens})")
-        algo = ALGORITHMS[self.algorithm]
-        for k in ("beta", "kl_coef"):
-            if getattr(self, k) and k not in algo.kl:
-                raise ValueError(f"{k} is not used by {self.algorithm}" + (f"; its KL term is {' or '.join(algo.kl)}" if algo.kl else "") + f" (set {k}=0)")
-        if self.beta and self.kl_coef: raise ValueError("set beta (k3 KL in the loss) or kl_coef (k1 KL in the reward), not both")
-        if self.samples_per_prompt < algo.min_group:
-            raise ValueError(f"{self.algorithm} is a group estimator and needs samples_per_prompt >= {algo.min_group}, got {self.samples_per_prompt}")
-        if self.dynamic_sampling and self.samples_per_prompt < 2: raise ValueError("dynamic_sampling drops groups of equal rewards and needs samples_per_prompt >= 2")
-        if algo.check is not None: algo.check(self)
-        if algo.default_loss_type is not None and self.loss_type is None: raise ValueError(f"loss_type must be one of {AGGREGATION_MODES} for {self.algorithm}")
-        self.plan()
-
-    @property
-    def split_seed(self) -> int:
-        "The seed of the task split: task_seed, or seed when it is None."
-        return self.seed if self.task_seed is None else self.task_seed
-
-    @property
-    def builds_warm_start(self) -> bool:
-        "True when setup builds the policy itself: a fresh tiny model and its SFT warm start (no model, no shipped warm start)."
-        return self.model is None and self.warm_start is None
-
-    def plan(self) -> dict:
-        "The derived batch sizes of one step (validated by batch_plan)."
-        rows = self.prompts_per_step * self.samples_per_prompt
-        mini = self.minibatch_size or rows
-        micro = self.micro_batch_size if _is_int(self.micro_batch_size) else mini   # "auto" is resolved by the Trainer (at most its value per pass)
-        if mini % micro: raise ValueError(f"minibatch_size {mini} is not a multiple of micro_batch_size {micro}")
-        if mini > rows: raise ValueError(f"minibatch_size {mini} is larger than the {rows} rows of one rollout")
-        return batch_plan(self.prompts_per_step, self.samples_per_prompt, micro, mini // micro)
-
-# %% ../nbs/07_trainer.ipynb #a0347618
-RECIPES = {
-    "arith-grpo":         dict(),
-    "arith-dr_grpo":      dict(loss_type="dr_grpo", scale_rewards="none"),
-    "arith-grpo-seqmean": dict(loss_type="grpo"),
-    "arith-dapo":         dict(eps_high=0.28, dynamic_sampling=True, loss_type="dapo", max_new_tokens=8, overlong_buffer=3),
-    "arith-rloo":         dict(algorithm="rloo", loss_type="seq_mean_token_sum"),
-    "arith-reinforce_pp": dict(algorithm="reinforce_pp", reinforce_pp_variant="baseline"),
-    "arith-ppo":          dict(algorithm="ppo", num_iterations=2, minibatch_size=128, lr=1e-4),
-    "arith-online_dpo":   dict(algorithm="online_dpo", samples_per_prompt=2, prompts_per_step=64, lr=5e-5),
-    "arith-grpo-lora":    dict(lora_r=8, lr=2e-3),
-    # the testbed (chapter 07b): a shipped 50% warm start per seed, and the GRPO setting chosen there by an lr and a batch sweep
-    # (every seed gains >= 25 points by step 200; 800 steps is the demo's length)
-    "testbed":            dict(warm_start="arith2", task="arith", task_kwargs=dict(n_digits=2, n_train=5000, n_test=1000), eval_limit=500,
-                               lr=3e-4, prompts_per_step=64, samples_per_prompt=8, temperature=0.7, steps=800, eval_every=20),
-}
-
-def recipe_config(name: str = "arith-grpo", **overrides) -> TrainConfig:
-    "The TrainConfig of a named recipe, with `overrides` applied last."
-    if name not in RECIPES: raise ValueError(f"unknown recipe {name!r}; choose one of {sorted(RECIPES)}")
-    return TrainConfig(**(RECIPES[name] | overrides))
-
-# %% ../nbs/07_trainer.ipynb #b01fba7f
-class Critic(nn.Module):
-    "A value model: a copy of the policy's trunk plus a zero-initialised scalar head."
-    def __init__(self, policy):
-        super().__init__()
-        base = policy.get_base_model() if hasattr(policy, "get_base_model") else policy
-        self.trunk = copy.deepcopy(base.model)
-        self.head = nn.Linear(base.config.hidden_size, 1)
-        nn.init.zeros_(self.head.weight); nn.init.zeros_(self.head.bias)
-
-    def forward(self, rollout: Rollout) -> torch.Tensor:
-        "Values (B, C) of the states before each completion token."
-        P = rollout.prompt_ids.shape[1]
-        h = self.trunk(input_ids=rollout.input_ids, attention_mask=rollout.attention_mask,
-                       position_ids=rollout.position_ids, use_cache=False).last_hidden_state  # (B, P+C, H)
-        return self.head(h[:, P - 1:-1]).squeeze(-1) * rollout.completion_mask  # (B, C)
+__all__ = ['HOOK_POINTS', 'LARGE_VOCAB', 'AUTO_MICRO_BATCH', 'AUTO_CHUNK_ROWS', 'RESUME_HARMLESS', 'TrainingStopped', 'lr_lambda',
+           'Trainer', 'resolve_precision', 'BaseReference', 'frozen_reference', 'enable_checkpointing', 'vocab_size',
+           'auto_memory', 'accuracy_interval', 'sampler_seed', 'data_parallel_accelerator', 'check_data_parallel',
+           'on_main', 'LearnerForward', 'soft_overlong_penalty', 'concat_rollouts', 'StepState', 'completion_id_lists',
+           'reward_func_metrics', 'stateful_hooks', 'state_sha256', 'read_manifest', 'find_checkpoint', 'check_resume',
+           'preflight_run', 'RunInterrupted', 'plot_report', 'emulate_data_parallel', 'TensorMemory']
 
 # %% ../nbs/07_trainer.ipynb #6608655b
 HOOK_POINTS = ("after_rewards", "after_advantages", "before_update", "loss_terms", "after_step")
@@ -447,7 +54,7 @@ class Trainer:
     def __init__(self, cfg: TrainConfig, policy, tokenizer, task, sft_accuracy: float | None = None,
                  accelerator=None):  # an accelerate.Accelerator of a multi-process launch (None: made when WORLD_SIZE > 1)
         self.cfg, self.policy, self.tok, self.task = cfg, policy, tokenizer, task
-        self.algorithm = ALGORITHMS[cfg.algorithm]   # what this run's algorithm needs and does (see register_algorithm)
+        self.algorithm = get_algorithm(cfg.algorithm)   # what this run's algorithm needs and does (see register_algorithm)
         self.device = next(policy.parameters()).device
         self.max_new_tokens = cfg.max_new_tokens or task.max_new_tokens
         if cfg.overlong_buffer > self.max_new_tokens:
@@ -687,7 +294,6 @@ def eval_metrics(self: Trainer) -> dict:
 
 # %% ../nbs/07_trainer.ipynb #d15a0002
 import contextlib
-LOCAL_ADVANTAGE_ALGORITHMS = {"grpo", "rloo", "online_dpo"}  # advantages from each group alone: a rank holding whole groups computes its own
 
 def sampler_seed(seed: int, rank: int) -> int:
     "The sampler generator's seed on `rank`: rank 0 keeps the one-process seed; rank r > 0 a 32-bit hash of (seed, r) (a CPU generator reads only a seed's low 32 bits)."
@@ -706,14 +312,15 @@ def check_data_parallel(cfg: TrainConfig, world_size: int, distributed_type: str
     if not distributed_type.startswith("MULTI_"):
         raise ValueError(f"rlref trains data-parallel as DDP (accelerate's MULTI_GPU / MULTI_CPU), got distributed_type {distributed_type}: under "
                          "DeepSpeed or FSDP the sampler would need gathered weights and a checkpoint would hold one rank's optimizer shard")
-    unit = 2 if ALGORITHMS[cfg.algorithm].pairs else 1
+    unit = 2 if get_algorithm(cfg.algorithm).pairs else 1
     if cfg.prompts_per_step % world_size:
         raise ValueError(f"prompts_per_step must be a multiple of the {world_size} processes (each samples whole groups of an equal share), got {cfg.prompts_per_step}")
     if cfg.minibatch_size and cfg.minibatch_size % (world_size * unit):
         raise ValueError(f"minibatch_size must be a multiple of {world_size * unit} on {world_size} processes (each takes an equal share), got {cfg.minibatch_size}")
-    if cfg.algorithm not in LOCAL_ADVANTAGE_ALGORITHMS:
+    if not get_algorithm(cfg.algorithm).local_advantages:
+        local = sorted(n for n, a in ALGORITHMS.items() if a.local_advantages)
         raise ValueError(f"algorithm {cfg.algorithm!r} is not known to compute advantages within each group (PPO and REINFORCE++ whiten over the whole "
-                         f"batch); on several processes use one of {sorted(LOCAL_ADVANTAGE_ALGORITHMS)} (or add a group-local one to LOCAL_ADVANTAGE_ALGORITHMS)")
+                         f"batch); on several processes use one of {local} (or declare a group-local one with Algorithm(local_advantages=True))")
     if cfg.algorithm == "grpo" and cfg.scale_rewards == "batch":
         raise ValueError("scale_rewards must be 'group' or 'none' on several processes ('batch' divides by the std of the whole batch), got 'batch'")
     for k in ("dynamic_sampling", "overlong_filter"):
