@@ -12,14 +12,13 @@ from .core import inside_run, check_json_size, MAX_JSON_DEPTH
 from .models import make_char_tokenizer, make_tiny_llama, save_policy, sft_warm_start, MODEL_PRESETS
 from .tasks import make_task, exact_match, TASKS
 from .trainer import Trainer, check_resume, find_checkpoint, read_manifest, RunInterrupted, TrainingStopped
-from .train.config import TrainConfig, recipe_config, RECIPES, trl_equivalents
-from .algorithms import ALGORITHMS
+from .train.config import TrainConfig, recipe_config, RECIPES
 
 # %% auto #0
 __all__ = ['SEED_RANGE', 'MAX_CONFIG_BYTES', 'TRAIN_DEFAULTS', 'OVERWRITE_HELP', 'check_args', 'run_sft', 'run_train',
            'type_name', 'config_fields', 'parse_value', 'coerce', 'CLIParser', 'add_config_args', 'flag_values',
            'ConfigRefused', 'safe_config_yaml', 'load_config_file', 'train_settings', 'resolved_config',
-           'format_config', 'build_parser', 'main', 'check_trl_equivalents', 'trl_table']
+           'format_config', 'build_parser', 'main']
 
 # %% ../nbs/92_cli.ipynb #cc01eefd
 SEED_RANGE = (0, 2**31)  # seeds a command accepts: every generator (python, numpy, torch, the trainer's derived ones) takes them
@@ -489,34 +488,3 @@ def main(argv=None) -> int:
     return 0
 
 if __name__ == "__main__" and sys.argv[0].endswith("cli.py"): sys.exit(main())   # python -m rlref.cli
-
-# %% ../nbs/92_cli.ipynb #120f0a87
-def _names(text: str) -> list[str]: return re.findall(r"`(\w+)`", text)
-
-def check_trl_equivalents(rows=None) -> dict:
-    "Check every name in the table (default: trl_equivalents()): rlref's against TrainConfig and the algorithms' settings, TRL's against GRPOConfig and GRPOTrainer."
-    from trl import GRPOConfig, GRPOTrainer
-    rows = trl_equivalents() if rows is None else rows
-    ours = set(config_fields()) | {s.name for a in ALGORITHMS.values() for s in a.settings}
-    theirs, trainer_args = {f.name for f in dataclasses.fields(GRPOConfig)}, set(inspect.signature(GRPOTrainer.__init__).parameters)
-    for r, t, _ in rows:
-        for n in _names(r):
-            if n not in ours: raise ValueError(f"{n!r} is not a TrainConfig field or an algorithm's setting")
-        for n in _names(t):
-            if n not in theirs: raise ValueError(f"{n!r} is not a field of trl {GRPOConfig.__name__}")
-        for n in re.findall(r"GRPOTrainer\((\w+)=", t):
-            if n not in trainer_args: raise ValueError(f"{n!r} is not an argument of GRPOTrainer")
-    return dict(rlref=len({n for r, _, _ in rows for n in _names(r)}), trl=len({n for _, t, _ in rows for n in _names(t)}))
-
-def trl_table(rows=None) -> str:
-    "The table (default: trl_equivalents()) as markdown, with both sides' defaults where a row renames names one for one."
-    from trl import GRPOConfig
-    rows = trl_equivalents() if rows is None else rows
-    trl_defaults = {f.name: f.default for f in dataclasses.fields(GRPOConfig)}
-    ours, lines = config_fields(), ["| rlref `TrainConfig` | TRL `GRPOConfig` | note | defaults (rlref / TRL) |", "| --- | --- | --- | --- |"]
-    for r, t, note in rows:
-        a, b = _names(r), _names(t)
-        rename = len(a) == len(b) and all(n in ours for n in a) and all(re.fullmatch(r"`\w+`(, `\w+`)*", x) for x in (r, t))
-        d = f"{', '.join(_show(ours[n]['default']) for n in a)} / {', '.join(_show(trl_defaults[n]) for n in b)}" if rename else ""
-        lines.append(f"| {r} | {t} | {note} | {d} |")
-    return "\n".join(lines)

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/06b_train_config.ipynb #c06b0003
 from __future__ import annotations
-import json, math, os
+import inspect, json, math, os, re
 from dataclasses import dataclass, field, fields
 from typing import Literal
 from ..core import check_json_size
@@ -15,7 +15,8 @@ from ..losses import AGGREGATION_MODES, IS_MODES
 from ..algorithms import ALGORITHMS, get_algorithm, setting_field, is_int, is_number
 
 # %% auto #0
-__all__ = ['LR_SCHEDULES', 'RECIPES', 'TRL_EQUIVALENTS', 'TrainConfig', 'recipe_config', 'trl_equivalents']
+__all__ = ['LR_SCHEDULES', 'RECIPES', 'TRL_EQUIVALENTS', 'TrainConfig', 'recipe_config', 'trl_equivalents', 'trl_names',
+           'check_trl_equivalents', 'trl_table']
 
 # %% ../../nbs/06b_train_config.ipynb #ef0d2478
 LR_SCHEDULES = ("constant", "cosine", "linear")
@@ -317,3 +318,37 @@ def trl_equivalents() -> list[tuple[str, str, str]]:
     "The TRL table's rows: TrainConfig's, each registered algorithm's for its settings, and each algorithm's TRL trainer."
     own = [row for a in ALGORITHMS.values() for row in a.trl_rows]
     return TRL_EQUIVALENTS + own + [("`algorithm`", "the trainer class", "; ".join(f"{n}: {a.trl}" for n, a in ALGORITHMS.items()))]
+
+def trl_names(text: str) -> list[str]:
+    "The backticked names of one side of a table row: '`eps_low`, `eps_high`' -> ['eps_low', 'eps_high']."
+    return re.findall(r"`(\w+)`", text)
+
+def check_trl_equivalents(rows=None) -> dict:
+    "Check every name of the table (default: trl_equivalents()): rlref's against TrainConfig and the algorithms' settings, TRL's against trl."
+    from trl import GRPOConfig, GRPOTrainer
+    rows = trl_equivalents() if rows is None else rows
+    ours = {f.name for f in fields(TrainConfig)} | {s.name for a in ALGORITHMS.values() for s in a.settings}
+    theirs, trainer_args = {f.name for f in fields(GRPOConfig)}, set(inspect.signature(GRPOTrainer.__init__).parameters)
+    for r, t, _ in rows:
+        for n in trl_names(r):
+            if n not in ours: raise ValueError(f"{n!r} is not a TrainConfig field or an algorithm's setting")
+        for n in trl_names(t):
+            if n not in theirs: raise ValueError(f"{n!r} is not a field of trl {GRPOConfig.__name__}")
+        for n in re.findall(r"GRPOTrainer\((\w+)=", t):
+            if n not in trainer_args: raise ValueError(f"{n!r} is not an argument of GRPOTrainer")
+    return dict(rlref=len({n for r, _, _ in rows for n in trl_names(r)}), trl=len({n for _, t, _ in rows for n in trl_names(t)}))
+
+def trl_table(rows=None) -> str:
+    "The table (default: trl_equivalents()) as markdown, with both sides' defaults where a row renames names one for one."
+    from trl import GRPOConfig
+    rows = trl_equivalents() if rows is None else rows
+    show = lambda v: json.dumps(v, default=str) if isinstance(v, (dict, list)) else str(v)
+    trl_defaults = {f.name: f.default for f in fields(GRPOConfig)}
+    ours = {f.name: f.default_factory() if callable(f.default_factory) else f.default for f in fields(TrainConfig)}
+    lines = ["| rlref `TrainConfig` | TRL `GRPOConfig` | note | defaults (rlref / TRL) |", "| --- | --- | --- | --- |"]
+    for r, t, note in rows:
+        a, b = trl_names(r), trl_names(t)
+        rename = len(a) == len(b) and all(n in ours for n in a) and all(re.fullmatch(r"`\w+`(, `\w+`)*", x) for x in (r, t))
+        d = f"{', '.join(show(ours[n]) for n in a)} / {', '.join(show(trl_defaults[n]) for n in b)}" if rename else ""
+        lines.append(f"| {r} | {t} | {note} | {d} |")
+    return "\n".join(lines)
