@@ -8,8 +8,9 @@ import rlref.trainer as T
 from rlref.core import masked_mean
 from rlref.losses import online_dpo_loss, AGGREGATION_MODES
 from rlref.rollout import completion_logprobs
-from rlref.trainer import (Trainer, TrainConfig, recipe_config, ALGORITHMS, Algorithm, LossContext, register_algorithm,
-                           soft_overlong_penalty, concat_rollouts, dpo_pairs)
+from rlref.trainer import Trainer, soft_overlong_penalty, concat_rollouts
+from rlref.algorithms import ALGORITHMS, Algorithm, LossContext, register_algorithm, dpo_pairs
+from rlref.train.config import TrainConfig, recipe_config
 
 SMALL = json.loads((Path(__file__).resolve().parent / "tiny_configs.json").read_text())["test_algorithms"]  # the tiny config (shared with the seed sweep behind this file's margins)
 

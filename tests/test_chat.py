@@ -5,7 +5,8 @@ from rlref.models import (make_char_tokenizer, make_tiny_llama, make_chat_tokeni
                           chat_prompts, stop_token_ids)
 from rlref.rollout import encode_prompts, sample, completion_logprobs, decoder_parts
 from rlref.tasks import greedy_completions
-from rlref.trainer import Trainer, TrainConfig
+from rlref.trainer import Trainer
+from rlref.train.config import TrainConfig
 
 PROMPTS = ["12+34=", "7+8=", "1+1="]
 

@@ -7,7 +7,8 @@ import pytest
 import torch
 from rlref.methods.data_efficiency import (p_zero_signal, check_band, DataMeter, PassRateTracker, DifficultyBand, rollout_replay,
                                            few_shot_task, pass_at_k, majority_vote, MajorityVoteReward, taxonomy_table)
-from rlref.trainer import Trainer, TrainingStopped, recipe_config
+from rlref.trainer import Trainer, TrainingStopped
+from rlref.train.config import recipe_config
 
 torch.set_num_threads(1)
 

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest, torch
 from safetensors.torch import load_file
 from rlref.core import read_jsonl
-from rlref.trainer import Trainer, recipe_config, emulate_data_parallel, check_data_parallel, sampler_seed
+from rlref.trainer import Trainer, emulate_data_parallel, check_data_parallel, sampler_seed
+from rlref.train.config import recipe_config
 
 K = 3            # steps
 LR = 3e-4        # the testbed recipe's
@@ -18,7 +19,8 @@ CFG = dict(steps=K, prompts_per_step=8, samples_per_prompt=4, eval_every=K, eval
 
 SCRIPT = r"""
 import json, sys
-from rlref.trainer import Trainer, recipe_config, RunInterrupted
+from rlref.trainer import Trainer, RunInterrupted
+from rlref.train.config import recipe_config
 cfg = recipe_config(sys.argv[1], **json.loads(sys.argv[2])); stop, resume = int(sys.argv[3]), sys.argv[4] == "1"
 tr = Trainer.setup(cfg, resume=resume)
 assert tr.world_size == 2 and type(tr.learner).__name__ == "DistributedDataParallel", (tr.world_size, type(tr.learner))

@@ -8,7 +8,8 @@ from rlref.methods.logit_averaging import (mix_logits, LogitAveragedPolicy, ans_
 from rlref.models import make_char_tokenizer, make_tiny_llama
 from rlref.rollout import sample, completion_logprobs
 from rlref.tasks import greedy_completions, make_task
-from rlref.trainer import TrainConfig, Trainer
+from rlref.trainer import Trainer
+from rlref.train.config import TrainConfig
 
 torch.set_num_threads(1)
 

@@ -5,7 +5,8 @@ import copy
 from pathlib import Path
 import pytest, torch
 from rlref.core import read_jsonl
-from rlref.trainer import Trainer, recipe_config, RunInterrupted
+from rlref.trainer import Trainer, RunInterrupted
+from rlref.train.config import recipe_config
 from rlref.advantages import group_advantages
 from rlref.methods.replay import collate_rows
 from rlref.methods.pipo import (PIPO, PIPOConfig, FlipRewards, anchor_window, progress_anchor, normalised_progress, progress_attribution,

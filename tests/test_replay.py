@@ -5,7 +5,8 @@ import subprocess, sys
 from pathlib import Path
 import numpy as np, pytest, torch
 from rlref.core import read_jsonl
-from rlref.trainer import Trainer, recipe_config, RunInterrupted
+from rlref.trainer import Trainer, RunInterrupted
+from rlref.train.config import recipe_config
 from rlref.methods.replay import Replay, ReplayConfig
 
 # the shipped 50% warm start (testbed recipe): 16 fresh rows per step into a 24-slot buffer, so the ring wraps (evicts) at step 2

@@ -5,7 +5,8 @@ import json, os, pickle, shutil, subprocess, sys, warnings
 from pathlib import Path
 import pytest, torch
 from rlref.core import RunDirError, claim_run_dir, run_lock, holds_run_lock, check_out_path, read_jsonl
-from rlref.trainer import Trainer, recipe_config, find_checkpoint, read_manifest, RunInterrupted, preflight_run
+from rlref.trainer import Trainer, find_checkpoint, read_manifest, RunInterrupted, preflight_run
+from rlref.train.config import recipe_config
 from rlref.cli import run_train
 
 TINY = dict(sft_steps=0, steps=4, prompts_per_step=4, samples_per_prompt=4, eval_every=2, eval_limit=10, kl_every=0,

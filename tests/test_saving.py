@@ -8,7 +8,8 @@ from transformers import AutoModelForCausalLM
 from peft import PeftModel
 from rlref.core import RunDirError, read_jsonl
 from rlref.rollout import completion_logprobs
-from rlref.trainer import Trainer, recipe_config, find_checkpoint, RunInterrupted, read_manifest
+from rlref.trainer import Trainer, find_checkpoint, RunInterrupted, read_manifest
+from rlref.train.config import recipe_config
 
 from rlref.testbed import warm_start_dir
 

@@ -60,7 +60,8 @@ def test_mcnemar_exact_p_is_a_valid_test():
 # ---------------------------------------------------------------- the trainer's held-out evaluations
 from rlref.core import read_jsonl
 from rlref.tasks import exact_match, greedy_completions
-from rlref.trainer import Trainer, recipe_config, RunInterrupted, plot_report
+from rlref.trainer import Trainer, RunInterrupted, plot_report
+from rlref.train.config import recipe_config
 
 TINY = json.loads((Path(__file__).resolve().parent / "tiny_configs.json").read_text())["test_stats"]  # the tiny config (shared with the seed sweep behind this file's margins)
 

@@ -70,7 +70,8 @@ def peak_memory_gib() -> float:
 
 
 def run(a) -> dict:
-    from rlref.trainer import TrainConfig, Trainer, resolve_precision
+    from rlref.trainer import Trainer, resolve_precision
+    from rlref.train.config import TrainConfig
     real = a.shape == "smollm2"
     with tempfile.TemporaryDirectory() as d:
         if real:

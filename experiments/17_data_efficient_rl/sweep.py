@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from sweep_runner import run_pending, sweep_parser, parse_sweep_args
-from rlref.trainer import Trainer, recipe_config, TrainingStopped
+from rlref.trainer import Trainer, TrainingStopped
+from rlref.train.config import recipe_config
 from rlref.testbed import build_warm_start
 from rlref.tasks import parse_int
 from rlref.methods.data_efficiency import (DataMeter, DifficultyBand, rollout_replay, few_shot_task, select_prompts, MajorityVoteReward,
