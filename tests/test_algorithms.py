@@ -164,13 +164,13 @@ BAD = [
     (dict(max_refill_rounds=-1), "max_refill_rounds must be >= 0"), (dict(overlong_buffer=-1), "overlong_buffer must be >= 0"),
     (dict(max_new_tokens=4, overlong_buffer=5), "overlong_buffer must be <= max_new_tokens"), (dict(loss_type="sum"), "unknown loss_type"),
     (dict(minibatch_size=0), "minibatch_size must be an int >= 1"), (dict(dpo_beta=0.0), "dpo_beta must be > 0"),
-    (dict(algorithm="online_dpo", samples_per_prompt=2, dpo_ties="random"), "dpo_ties must be"),
+    (dict(algorithm="online_dpo", samples_per_prompt=2, dpo_ties="random"), "unknown dpo_ties"),
     (dict(algorithm="online_dpo", samples_per_prompt=2, dpo_temperature=0.0), "dpo_temperature must be > 0"),
     (dict(algorithm="online_dpo", samples_per_prompt=2, loss_type="dapo"), "loss_type does not apply to online_dpo"),
     (dict(algorithm="online_dpo", samples_per_prompt=2, dynamic_sampling=True), "dynamic_sampling drops rows"),
     (dict(algorithm="online_dpo", prompts_per_step=4, samples_per_prompt=2, minibatch_size=3, micro_batch_size=1), "minibatch_size must be even"),
     (dict(algorithm="reinforce_pp", samples_per_prompt=1), "reinforce_pp_variant='baseline'.*needs samples_per_prompt >= 2"),
-    (dict(algorithm="reinforce_pp", reinforce_pp_variant="rloo"), "reinforce_pp_variant must be"),
+    (dict(algorithm="reinforce_pp", reinforce_pp_variant="rloo"), "unknown reinforce_pp_variant"),
     (dict(algorithm="reinforce_pp", reinforce_pp_variant="plain", samples_per_prompt=1, dynamic_sampling=True), "dynamic_sampling .*needs samples_per_prompt >= 2"),
     (dict(out=""), "out must be a non-empty path, or None"), (dict(out="   "), "out must be a non-empty path"),
     (dict(vf_coef=-1.0), "vf_coef must be >= 0"), (dict(value_clip=0.0), "value_clip must be > 0"), (dict(entropy_coef=float("nan")), "entropy_coef must be finite"),
@@ -295,3 +295,64 @@ def test_online_dpo_scores_at_dpo_temperature_and_keeps_pairs_together():
         ref1 = completion_logprobs(tr.ref, r, 1.0, with_entropy=False)[0]
     expect, _ = online_dpo_loss((lp1 * m).sum(1), (ref1 * m).sum(1), r.rewards, beta=tr.cfg.dpo_beta, ties="first")
     assert loss.item() == pytest.approx(expect.item(), abs=1e-6)
+
+# ---------------------------------------------------------------- a new algorithm with a setting, in one file
+TEMPERED = '''"REINFORCE with the advantage tanh(tau * (R - mean R)): one algorithm and its one setting, in one file."
+from rlref.algorithms import Algorithm, Setting, register_algorithm, is_number
+
+def advantages(tr, r): r.advantages = (tr.cfg.setting("tau") * (r.rewards - r.rewards.mean())).tanh()   # (B,)
+
+def loss(tr, ctx): return ctx.aggregate(-ctx.mb.advantages[:, None] * ctx.logprobs, tr.cfg.loss_type), {}
+
+register_algorithm(Algorithm("tempered", advantages, loss, default_loss_type="seq_mean_token_sum", kl=(),
+                             settings=(Setting("tau", 1.0, "advantage temperature", lambda v: is_number(v) and v > 0, "> 0 and finite"),),
+                             recipes={"arith-tempered": dict(lr=1e-3)}))
+'''
+
+@pytest.fixture
+def tempered(tmp_path, monkeypatch):
+    "The module above as one .py file on the import path; the registry and sys.modules are restored afterwards."
+    import sys
+    (tmp_path / "tempered_algo.py").write_text(TEMPERED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "tempered_algo:tempered"
+    ALGORITHMS.pop("tempered", None)
+    sys.modules.pop("tempered_algo", None)
+
+def test_a_new_algorithm_with_a_setting_trains_from_one_file(tempered):
+    def losses(tau):
+        torch.manual_seed(0)
+        tr = Trainer.setup(TrainConfig(algorithm=tempered, algorithm_args={"tau": tau}, **SMALL))
+        g = torch.Generator().manual_seed(0)                            # an untrained model is never right: random rewards
+        tr.add_hook("after_rewards", lambda t, r: setattr(r, "rewards", torch.rand(len(r), generator=g)) or r)
+        return [tr.train_step()["loss"] for _ in range(2)]
+    small, large = losses(0.5), losses(4.0)
+    assert all(math.isfinite(x) for x in small + large) and small[0] != large[0]   # the same rollout: tau reached the loss
+    cfg = TrainConfig(algorithm=tempered, **SMALL)
+    assert cfg.algorithm_args == {"tau": 1.0} and cfg.setting("tau") == 1.0 and cfg.loss_type == "seq_mean_token_sum"
+    assert recipe_config("arith-tempered", **SMALL).lr == 1e-3                     # its recipe, declared in the same file
+
+@pytest.mark.parametrize("args,msg", [({"tau": -1.0}, "tau must be > 0 and finite, got -1.0"), ({"tau": float("nan")}, "tau must be > 0"),
+                                      ({"tau": "0.3"}, "tau must be > 0 and finite"), ({"tua": 1.0}, r"its settings are \['tau'\]"),
+                                      ({"lr": 1.0}, "lr is a TrainConfig field"), ([1], "algorithm_args must be a dict")])
+def test_a_bad_setting_fails_before_training(tempered, args, msg):
+    with pytest.raises(ValueError, match=msg): TrainConfig(algorithm=tempered, algorithm_args=args, **SMALL)
+
+def test_unknown_algorithm_or_module_is_one_clear_error():
+    with pytest.raises(ValueError, match="unknown algorithm 'a2c'; choose one of"): TrainConfig(algorithm="a2c", **SMALL)
+    with pytest.raises(ValueError, match="cannot import 'no_such_module_x'"): TrainConfig(algorithm="no_such_module_x:a", **SMALL)
+    with pytest.raises(ValueError, match="registers no algorithm 'nope'"): TrainConfig(algorithm="rlref.losses:nope", **SMALL)
+    with pytest.raises(ValueError, match="grpo.*has no setting 'tau'"): TrainConfig(**SMALL).setting("tau")
+
+def test_the_command_line_loads_the_module_and_its_setting(tempered, tmp_path, monkeypatch, capsys):
+    from rlref.cli import main
+    import rlref.train.config as C
+    monkeypatch.setitem(C.RECIPES, "tiny", SMALL | dict(checkpoint_every=1))
+    run = ["train", "--recipe", "tiny", "--algorithm", tempered, "--steps", "1", "--quiet", "--out"]
+    with pytest.raises(SystemExit) as e: main(run + [str(tmp_path / "bad"), "--algorithm-arg", "tau=-1"])
+    assert e.value.code == 2 and not (tmp_path / "bad").exists()               # refused before anything is written
+    main(run + [str(tmp_path / "ok"), "--algorithm-arg", "tau=2"])
+    saved = json.loads((tmp_path / "ok" / "config.json").read_text())
+    assert saved["algorithm"] == tempered and saved["algorithm_args"] == {"tau": 2}
+    with pytest.raises(SystemExit) as e: main(run + [str(tmp_path / "ok"), "--algorithm-arg", "tau=3", "--resume", "--steps", "2"])
+    assert e.value.code == 2 and "algorithm_args {'tau': 2} -> {'tau': 3}" in capsys.readouterr().err   # a resume may not change it

@@ -23,8 +23,8 @@ LAYERS = {
     "tasks": 1, "flow.rewards": 1,                                  # data: tasks, rewards
     "models": 2, "real_model": 2, "flow.model": 2,                  # models: tokenizers, presets, load_policy
     "rollout": 3, "kvcache": 3,                                     # sampling: rollout, fused forward, kv caches
-    "advantages": 4, "losses": 4, "flow.rl": 4,                     # algos: advantages, losses
-    "trainer": 5,                                                   # train: config, loop, precision, checkpoints
+    "advantages": 4, "losses": 4, "flow.rl": 4, "algorithms": 4,    # algos: advantages, losses, the algorithm registry
+    "train": 0, "train.config": 5, "trainer": 5,                    # train: config, loop, precision, checkpoints
     "vision": 6, "flow.hacking": 6,                                 # methods/, images/: mechanisms
     **{f"methods.{m}": 6 for m in ("data_efficiency", "entropy", "error_counting", "judges", "logit_averaging",
                                    "pipo", "prpo", "rank1", "replay", "sparse_rollouts")},
