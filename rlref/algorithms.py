@@ -35,7 +35,7 @@ class Setting:
     doc: str                                     # one line of help (also the command line's --help)
     ok: Callable[[Any], bool] = lambda v: True   # (value) -> whether it is valid
     must_be: str = "valid"                       # what a valid value is: "{name} must be {must_be}, got {value!r}"
-    choices: tuple | None = None                 # the valid values, when they are a short list (instead of ok / must_be)
+    choices: tuple | None = None  # the valid values, when they are a short list (instead of ok / must_be)
 
     def check(self, value):
         "Raise one ValueError naming the setting when `value` is not valid."
@@ -49,9 +49,9 @@ class LossContext:
     mb: Rollout                     # the micro-batch (b rows)
     logprobs: torch.Tensor          # (b, C) learner log-probs, differentiable
     entropy: torch.Tensor | None    # (b, C) learner token entropies, differentiable
-    old_logprobs: torch.Tensor      # (b, C) log pi_old; logprobs.detach() when the rollout is used once, on-policy (ratio = 1)
+    old_logprobs: torch.Tensor  # (b, C) log pi_old; logprobs.detach() when the rollout is used once, on-policy (ratio = 1)
     minibatch_tokens: int           # completion tokens of the whole minibatch
-    n_micro: float                  # minibatch rows / micro-batch rows: this micro-batch holds 1/n_micro of the minibatch's rows
+    n_micro: float  # minibatch rows / micro-batch rows: this micro-batch holds 1/n_micro of the minibatch's rows
     def __getitem__(self, k): return getattr(self, k)
     @property
     def row_share(self) -> float: return 1.0 / self.n_micro
@@ -69,10 +69,10 @@ class LossContext:
 class Algorithm:
     "One RL algorithm in one place: what it needs from the loop, its settings and checks, advantages, loss, recipes, TRL name."
     name: str
-    advantages: Callable | None     # (trainer, r) -> None: set r.advantages (B,) or (B, C); None = no advantages (pairs)
-    loss: Callable                  # (trainer, ctx: LossContext) -> (loss, metrics): the micro-batch's share of the loss
+    advantages: Callable | None  # (trainer, r) -> None: set r.advantages (B,) or (B, C); None = no advantages (pairs)
+    loss: Callable  # (trainer, ctx: LossContext) -> (loss, metrics): the micro-batch's share of the loss
     default_loss_type: str | None = "dapo"  # aggregation when TrainConfig.loss_type is None (None: the loss aggregates itself)
-    kl: tuple = ("beta",)           # KL knobs it uses: "beta" (k3 in the loss), "kl_coef" (k1 in the reward); others refused
+    kl: tuple = ("beta",)  # KL knobs it uses: "beta" (k3 in the loss), "kl_coef" (k1 in the reward); others refused
     min_group: int = 1              # the smallest samples_per_prompt it accepts
     needs_critic: bool = False      # a value model (trainer.critic), trained with the policy
     needs_old_logprobs: bool = False  # always record log pi_old before the update (else: only when the rollout is reused)
@@ -81,7 +81,7 @@ class Algorithm:
     prepare: Callable | None = None  # (trainer, r) -> r before the advantages (e.g. choose the pairs)
     check: Callable | None = None   # (cfg) -> None: raise ValueError for a combination of values it cannot run
     temperature: Callable = lambda cfg: cfg.temperature  # (cfg) -> temperature of the learner's log-probs in the loss
-    settings: tuple = ()            # its own knobs (Setting): read with cfg.setting(name), set in TrainConfig.algorithm_args
+    settings: tuple = ()  # its own knobs (Setting): read with cfg.setting(name), set in TrainConfig.algorithm_args
     local_advantages: bool = False  # advantages from each group alone (a data-parallel rank holding whole groups computes its own)
     recipes: dict = field(default_factory=dict)  # recipe name -> TrainConfig overrides (recipe_config adds algorithm=name)
     trl: str = "-"                  # its counterpart in TRL (a trainer class), for the TRL table
@@ -149,7 +149,7 @@ def policy_gradient_loss(trainer, ctx: LossContext, advantages: torch.Tensor | N
                            num_items_in_batch=ctx.minibatch_tokens if token_level else None, dual_clip=cfg.dual_clip,
                            is_weights=mb.extras.get("is_weights"), kl_ratio_correction=cfg.kl_ratio_correction)
     info.pop("loss")
-    return (loss if token_level else loss * ctx.row_share), info       # row means: weighted by the micro-batch's share of rows
+    return (loss if token_level else loss * ctx.row_share), info  # row means: weighted by the micro-batch's share of rows
 
 def _grpo_advantages(tr, r):
     r.advantages = group_advantages(r.rewards, tr.cfg.samples_per_prompt, tr.cfg.scale_rewards)  # (B,)
@@ -160,8 +160,8 @@ def _rloo_advantages(tr, r):
 
 def _reinforce_pp_advantages(tr, r):
     cfg = tr.cfg
-    tok_r = -cfg.kl_coef * tr._seq_kl(r) if cfg.kl_coef else None                   # (B, C) k1 KL per token in the reward
-    group = cfg.samples_per_prompt if cfg.reinforce_pp_variant == "baseline" else None   # baseline: minus the group mean
+    tok_r = -cfg.kl_coef * tr._seq_kl(r) if cfg.kl_coef else None  # (B, C) k1 KL per token in the reward
+    group = cfg.samples_per_prompt if cfg.reinforce_pp_variant == "baseline" else None  # baseline: minus the group mean
     r.advantages = reinforce_pp_advantages(r.rewards, r.completion_mask, group, token_rewards=tok_r)  # (B, C)
 
 def _reinforce_pp_check(cfg):

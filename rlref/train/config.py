@@ -27,42 +27,42 @@ class TrainConfig:
     # -- what to train
     task: str = "arith"                  # task name (rlref.tasks.TASKS)
     task_kwargs: dict = field(default_factory=dict)  # passed to make_task (e.g. n_digits, n_train)
-    task_seed: int | None = None         # seed of the task's train/test split (None = seed); fix it when several RL seeds share one warm start
-    reward_funcs: list | None = None     # TRL-style reward functions (rlref.tasks.REWARD_FUNCS names, 'module:function' strings; callables only without out); None = the task's correctness + format_weight * format
+    task_seed: int | None = None  # seed of the task's train/test split (None = seed); fix it when several RL seeds share one warm start
+    reward_funcs: list | None = None  # TRL-style reward functions (rlref.tasks.REWARD_FUNCS names, 'module:function' strings; callables only without out); None = the task's correctness + format_weight * format
     reward_weights: list[float] | None = None  # one finite weight per reward function (None = all 1.0): a weighted sum
     model: str | None = None             # HF checkpoint path/name; None = fresh tiny model + SFT warm start
-    warm_start: str | None = None        # a shipped warm start (rlref.testbed.WARM_STARTS): this seed's checkpoint, checked by SHA-256 (instead of model / SFT)
+    warm_start: str | None = None  # a shipped warm start (rlref.testbed.WARM_STARTS): this seed's checkpoint, checked by SHA-256 (instead of model / SFT)
     size: str = "tiny"                   # model preset when model is None
     max_len: int = 64                    # context length of a fresh model
-    sft_steps: int = 2000                # SFT warm-start steps for a fresh model (0 = none; also the horizon of its LR decay)
-    sft_lr: float = 1e-3                 # SFT learning rate (1e-3 leaves a less over-confident warm start than 3e-3, see below)
+    sft_steps: int = 2000  # SFT warm-start steps for a fresh model (0 = none; also the horizon of its LR decay)
+    sft_lr: float = 1e-3  # SFT learning rate (1e-3 leaves a less over-confident warm start than 3e-3, see below)
     sft_batch_size: int = 128            # SFT examples per step
-    sft_target: float | None = 0.55      # stop SFT early once held-out exact match reaches this, in (0, 1] (None = run all sft_steps)
+    sft_target: float | None = 0.55  # stop SFT early once held-out exact match reaches this, in (0, 1] (None = run all sft_steps)
     sft_eval_every: int = 10             # SFT steps between the held-out checks of sft_target
     lora_r: int = 0                      # LoRA rank (0 = full fine-tuning)
-    lora_alpha: int | float = 16         # LoRA scale: the adapters' update is multiplied by lora_alpha / lora_r (peft's lora_alpha)
+    lora_alpha: int | float = 16  # LoRA scale: the adapters' update is multiplied by lora_alpha / lora_r (peft's lora_alpha)
     lora_dropout: float = 0.0            # dropout on the adapters' input, in [0, 1) (peft's lora_dropout)
     lora_target_modules: list | str = field(default_factory=lambda: list(LORA_TARGETS))  # module names that get adapters, or "all-linear" (every linear layer but the output head)
-    chat_template: bool | None = None    # wrap prompts in the tokenizer's chat template (None = when the tokenizer has one; False = raw prompts); message-list prompts always use it
+    chat_template: bool | None = None  # wrap prompts in the tokenizer's chat template (None = when the tokenizer has one; False = raw prompts); message-list prompts always use it
     system_prompt: str | None = None     # a system turn before every prompt (needs a chat template)
     chat_template_kwargs: dict | None = None  # extra arguments to apply_chat_template, e.g. {"enable_thinking": false} (TRL's chat_template_kwargs)
     # -- algorithm
-    algorithm: str = "grpo"              # a name in rlref.algorithms.ALGORITHMS, or "module:name" of a module that registers it
+    algorithm: str = "grpo"  # a name in rlref.algorithms.ALGORITHMS, or "module:name" of a module that registers it
     algorithm_args: dict = field(default_factory=dict)  # the algorithm's settings that have no field here, e.g. {"tau": 0.3} (defaults filled in)
-    loss_type: str | None = None         # aggregation (rlref.losses.AGGREGATION_MODES); None = the algorithm's default_loss_type
+    loss_type: str | None = None  # aggregation (rlref.losses.AGGREGATION_MODES); None = the algorithm's default_loss_type
     scale_rewards: str = setting_field("scale_rewards")
     reinforce_pp_variant: str = setting_field("reinforce_pp_variant")
     eps_low: float = 0.2                 # PPO clip below 1
     eps_high: float | None = None        # PPO clip above 1 (None = eps_low; DAPO clip-higher: 0.28)
     dual_clip: float | None = None       # dual-clip constant c > 1 (None = off)
     beta: float = 0.0                    # k3 KL-to-reference weight in the loss (GRPO style)
-    kl_coef: float = 0.0                 # k1 KL-to-reference weight in the reward (RLOO, REINFORCE++, PPO style; not with beta)
+    kl_coef: float = 0.0  # k1 KL-to-reference weight in the reward (RLOO, REINFORCE++, PPO style; not with beta)
     kl_ratio_correction: bool = False    # multiply the k3 term by the ratio pi/pi_old (TRL's use_bias_correction_kl)
     entropy_coef: float = 0.0            # entropy bonus weight
     dynamic_sampling: bool = False       # DAPO: drop groups whose rewards are all equal, then refill the batch
-    max_refill_rounds: int = 4           # dynamic sampling: extra rollouts to refill the batch with informative groups (0 = no refill)
-    overlong_filter: bool = False        # DAPO: leave truncated completions (no <eos> within max_new_tokens) out of the loss
-    overlong_buffer: int = 0             # DAPO soft overlong penalty L_cache in tokens (0 = off), see soft_overlong_penalty
+    max_refill_rounds: int = 4  # dynamic sampling: extra rollouts to refill the batch with informative groups (0 = no refill)
+    overlong_filter: bool = False  # DAPO: leave truncated completions (no <eos> within max_new_tokens) out of the loss
+    overlong_buffer: int = 0  # DAPO soft overlong penalty L_cache in tokens (0 = off), see soft_overlong_penalty
     format_weight: float = 0.0           # weight of the format reward added to correctness
     gamma: float = setting_field("gamma")
     lam: float = setting_field("lam")
@@ -74,7 +74,7 @@ class TrainConfig:
     is_correction: str = "none"          # sampler/learner mismatch correction (rlref.losses.IS_MODES)
     is_clip: float = 2.0                 # threshold C of the IS correction
     is_clip_min: float | None = None     # *_mis modes: also mask weights below this (None = no lower bound)
-    is_veto: float | None = None         # mask a whole sequence if any token weight is below this, e.g. 1e-4 (None = off)
+    is_veto: float | None = None  # mask a whole sequence if any token weight is below this, e.g. 1e-4 (None = off)
     # -- batch
     prompts_per_step: int = 64           # distinct prompts per rollout
     samples_per_prompt: int = 8          # completions per prompt (group size G)
@@ -94,16 +94,16 @@ class TrainConfig:
     max_grad_norm: float = 1.0           # gradient clipping
     max_bad_steps: int = 3               # stop after this many consecutive non-finite optimizer steps
     # -- precision and memory
-    dtype: str = "auto"                  # storage dtype of the policy's weights: auto (float32 under mixed precision, else the device's: bf16 on a bf16 GPU, fp32 on CPU), float32, bfloat16, float16
-    mixed_precision: str = "auto"        # no, bf16 or fp16 (trainable weights and AdamW state stay fp32, forwards under torch.autocast), or auto (bf16 on a bf16 GPU, no elsewhere)
+    dtype: str = "auto"  # storage dtype of the policy's weights: auto (float32 under mixed precision, else the device's: bf16 on a bf16 GPU, fp32 on CPU), float32, bfloat16, float16
+    mixed_precision: str = "auto"  # no, bf16 or fp16 (trainable weights and AdamW state stay fp32, forwards under torch.autocast), or auto (bf16 on a bf16 GPU, no elsewhere)
     gradient_checkpointing: bool = False  # recompute each decoder layer in backward instead of keeping its activations (fused blocks and the HF path alike)
-    fused: bool | None = None            # rlref's fused forward in sampler and learner: None = when the model allows, False = always the HF path, True = required
+    fused: bool | None = None  # rlref's fused forward in sampler and learner: None = when the model allows, False = always the HF path, True = required
     logprob_chunk_rows: int | Literal["auto"] | None = "auto"  # completion tokens per output-head + log-softmax chunk: auto = 1024 at a vocabulary of >= 32,768 tokens, else None (a micro-batch's (rows, C, V) logits at once)
-    vocab_chunk: int | None = None       # logit columns per step of a chunked log-sum-exp (None = the whole vocabulary; needs top_k=0, top_p=1)
+    vocab_chunk: int | None = None  # logit columns per step of a chunked log-sum-exp (None = the whole vocabulary; needs top_k=0, top_p=1)
     # -- bookkeeping
     seed: int = 0                        # in [0, 2**31)
     eval_every: int = 50                 # steps between held-out evaluations (and at the first and last step)
-    kl_every: int = 10                   # steps between measurements of KL(pi_before || pi_after) of one update (a no-grad forward; 0 = never)
+    kl_every: int = 10  # steps between measurements of KL(pi_before || pi_after) of one update (a no-grad forward; 0 = never)
     eval_limit: int = 500                # held-out prompts per evaluation
     checkpoint_every: int = 50           # steps between checkpoints (0 = never)
     keep_checkpoints: int = 2            # complete checkpoints kept on disk
@@ -111,11 +111,11 @@ class TrainConfig:
     progress: bool = True                # tqdm bar
 
     def __post_init__(self):
-        if self.lora_target_modules == ["all-linear"]: self.lora_target_modules = "all-linear"   # the command line's one-value list
+        if self.lora_target_modules == ["all-linear"]: self.lora_target_modules = "all-linear"  # the command line's one-value list
         try: algo = get_algorithm(self.algorithm)
         except ValueError: algo = None                                 # validate names the bad value
         if algo is not None and self.loss_type is None: self.loss_type = algo.default_loss_type
-        if algo is not None and isinstance(self.algorithm_args, dict):   # its settings without a field: the defaults, then the given
+        if algo is not None and isinstance(self.algorithm_args, dict):  # its settings without a field: the defaults, then the given
             own = {f.name for f in fields(self)}
             self.algorithm_args = {s.name: s.default for s in algo.settings if s.name not in own} | self.algorithm_args
         self.validate()
@@ -132,7 +132,7 @@ class TrainConfig:
         if self.reward_funcs is not None:
             from rlref.tasks import combine_rewards
             need(isinstance(self.reward_funcs, (list, tuple)), "reward_funcs", "a list of REWARD_FUNCS names, 'module:function' strings or callables, or None")
-            combine_rewards(self.reward_funcs, self.reward_weights)       # unknown name, bad import string, weights: one ValueError naming the entry
+            combine_rewards(self.reward_funcs, self.reward_weights)  # unknown name, bad import string, weights: one ValueError naming the entry
             if self.format_weight: raise ValueError("set format_weight or reward_funcs, not both: with reward_funcs the reward is their weighted sum (add 'format' with a weight)")
             named = [f for f in self.reward_funcs if not isinstance(f, str)]
             if self.out is not None and named: raise ValueError(f"reward_funcs[{self.reward_funcs.index(named[0])}] is a callable, which cannot be written to config.json "
@@ -148,9 +148,9 @@ class TrainConfig:
             choose("warm_start", WARM_STARTS, "warm start")
             if self.model is not None: raise ValueError(f"set model or warm_start, not both (got model={self.model!r}, warm_start={self.warm_start!r})")
             ws = WARM_STARTS[self.warm_start]
-            if self.task_seed is not None and self.task_seed != self.seed:   # the warm start of seed s was trained on split s
+            if self.task_seed is not None and self.task_seed != self.seed:  # the warm start of seed s was trained on split s
                 raise ValueError(f"warm start {self.warm_start!r} for seed {self.seed} was trained on the split of seed {self.seed}; leave task_seed None, got {self.task_seed}")
-            if (self.task, self.task_kwargs) != (ws["task"], ws["task_kwargs"]):   # another split could hold the warm start's training items
+            if (self.task, self.task_kwargs) != (ws["task"], ws["task_kwargs"]):  # another split could hold the warm start's training items
                 raise ValueError(f"warm start {self.warm_start!r} was trained on task {ws['task']!r} with task_kwargs={ws['task_kwargs']}; "
                                  f"got task {self.task!r} with task_kwargs={self.task_kwargs}")
         if self.builds_warm_start: choose("size", sorted(MODEL_PRESETS), "model preset")
@@ -160,7 +160,7 @@ class TrainConfig:
         need(self.chat_template is None or isinstance(self.chat_template, bool), "chat_template", "True, False or None (= when the tokenizer has one)")
         need(self.system_prompt is None or (isinstance(self.system_prompt, str) and self.chat_template is not False), "system_prompt",
              "a string used with a chat template (chat_template True or None), or None")
-        check_chat_template_kwargs(self.chat_template_kwargs)            # a dict of template variables, none that rlref sets itself
+        check_chat_template_kwargs(self.chat_template_kwargs)  # a dict of template variables, none that rlref sets itself
         if self.chat_template_kwargs:
             if self.chat_template is False: raise ValueError("chat_template_kwargs go to the chat template, but chat_template=False sends prompts raw")
             check_json_size(self.chat_template_kwargs, "chat_template_kwargs")
@@ -181,7 +181,7 @@ class TrainConfig:
             need(getattr(self, k) >= 1, k, ">= 1")
         for k in ("max_new_tokens", "minibatch_size"):
             need(getattr(self, k) is None or (is_int(getattr(self, k)) and getattr(self, k) >= 1), k, "an int >= 1 or None")
-        for k in ("micro_batch_size", "logprob_chunk_rows"):   # "auto": resolved by the Trainer from the policy's vocabulary (auto_memory)
+        for k in ("micro_batch_size", "logprob_chunk_rows"):  # "auto": resolved by the Trainer from the policy's vocabulary (auto_memory)
             need(getattr(self, k) in (None, "auto") or (is_int(getattr(self, k)) and getattr(self, k) >= 1), k, "an int >= 1, 'auto' or None")
         need(self.seed < 2 ** 31, "seed", "< 2**31")
         choose("dtype", ("auto", "float32", "bfloat16", "float16")); choose("mixed_precision", ("auto", "no", "bf16", "fp16"))
@@ -227,13 +227,13 @@ class TrainConfig:
         check_json_size(self.algorithm_args, "algorithm_args")
         for k, v in self.algorithm_args.items():
             if k in own: raise ValueError(f"algorithm_args[{k!r}]: {k} is a TrainConfig field; set it as {k}=..., not in algorithm_args")
-            algo.setting(k).check(v)                                      # an unknown name: the error lists the accepted ones
+            algo.setting(k).check(v)  # an unknown name: the error lists the accepted ones
         try: json.dumps(self.algorithm_args)
         except (TypeError, ValueError): raise ValueError(f"algorithm_args must be JSON-serialisable (config.json), got {self.algorithm_args!r}") from None
 
     def setting(self, name: str):
         "The value of one of this run's algorithm's settings: its field (the built-ins'), else its entry in algorithm_args."
-        get_algorithm(self.algorithm).setting(name)                       # an unknown name: the error lists the accepted ones
+        get_algorithm(self.algorithm).setting(name)  # an unknown name: the error lists the accepted ones
         return getattr(self, name) if name in {f.name for f in fields(self)} else self.algorithm_args[name]
 
     @property
@@ -250,7 +250,7 @@ class TrainConfig:
         "The derived batch sizes of one step (validated by batch_plan)."
         rows = self.prompts_per_step * self.samples_per_prompt
         mini = self.minibatch_size or rows
-        micro = self.micro_batch_size if is_int(self.micro_batch_size) else mini   # "auto" is resolved by the Trainer (at most its value per pass)
+        micro = self.micro_batch_size if is_int(self.micro_batch_size) else mini  # "auto" is resolved by the Trainer (at most its value per pass)
         if mini % micro: raise ValueError(f"minibatch_size {mini} is not a multiple of micro_batch_size {micro}")
         if mini > rows: raise ValueError(f"minibatch_size {mini} is larger than the {rows} rows of one rollout")
         return batch_plan(self.prompts_per_step, self.samples_per_prompt, micro, mini // micro)
