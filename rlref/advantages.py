@@ -8,8 +8,8 @@ import torch
 from .core import masked_mean
 
 # %% auto #0
-__all__ = ['ADVANTAGE_ESTIMATORS', 'group_advantages', 'rloo_advantages', 'reinforce_pp_advantages', 'gae_advantages',
-           'dynamic_sampling_filter', 'compute_advantages', 'group_normalized_rewards']
+__all__ = ['group_advantages', 'rloo_advantages', 'reinforce_pp_advantages', 'gae_advantages', 'dynamic_sampling_filter',
+           'group_normalized_rewards']
 
 # %% ../nbs/05_advantages.ipynb #296208ad
 def _check_finite(x: torch.Tensor,  # (B,) rewards or (B, T) per-token rewards / values
@@ -123,26 +123,6 @@ def dynamic_sampling_filter(rewards: torch.Tensor,  # (B,) scalar reward per com
     informative = g.max(dim=1).values > g.min(dim=1).values           # (B/G,)
     return informative.repeat_interleave(group_size), int((~informative).sum())
 
-# %% ../nbs/05_advantages.ipynb #5637d95d
-ADVANTAGE_ESTIMATORS = {
-    "grpo": lambda rewards, group_size, completion_mask=None, scale="group", eps=1e-4: group_advantages(rewards, group_size, scale, eps),
-    "dr_grpo": lambda rewards, group_size, completion_mask=None: group_advantages(rewards, group_size, "none"),
-    "rloo": lambda rewards, group_size, completion_mask=None: rloo_advantages(rewards, group_size),
-    "reinforce_pp": lambda rewards, group_size, completion_mask=None, **kw: reinforce_pp_advantages(rewards, completion_mask, None, **kw),
-    "reinforce_pp_baseline": lambda rewards, group_size, completion_mask=None, **kw: reinforce_pp_advantages(rewards, completion_mask, group_size, **kw),
-}
-
-def compute_advantages(name: str,  # one of ADVANTAGE_ESTIMATORS
-                       rewards: torch.Tensor,  # (B,) scalar reward per completion, groups contiguous
-                       group_size: int,  # G samples per prompt
-                       completion_mask: torch.Tensor | None = None,  # (B, T); required by the token-level estimators
-                       **kw,  # passed to the estimator (e.g. scale=, token_rewards=)
-                      ) -> torch.Tensor:
-    "Advantages by estimator name: (B,) for grpo/dr_grpo/rloo, (B, T) for reinforce_pp(_baseline)."
-    if name not in ADVANTAGE_ESTIMATORS: raise ValueError(f"unknown advantage estimator {name!r}; choose one of {sorted(ADVANTAGE_ESTIMATORS)}")
-    if name.startswith("reinforce_pp") and completion_mask is None: raise ValueError(f"{name} is token-level and needs completion_mask")
-    return ADVANTAGE_ESTIMATORS[name](rewards, group_size, completion_mask, **kw)
-
 # %% ../nbs/05_advantages.ipynb #8d8708db
 def group_normalized_rewards(reward_fn,  # reward_fn(response, ground_truth) -> float, or a dict with "reward" (other keys are logged)
                              responses: list[str],  # B = n_prompts * G responses, each prompt's G samples contiguous
@@ -156,7 +136,7 @@ def group_normalized_rewards(reward_fn,  # reward_fn(response, ground_truth) -> 
     scores = [reward_fn(r, gt) for r, gt in zip(responses, ground_truths)]
     if any(isinstance(s, dict) and "reward" not in s for s in scores): raise ValueError("reward_fn returned a dict without a 'reward' key")
     raw = torch.tensor([float(s["reward"]) if isinstance(s, dict) else float(s) for s in scores])   # (B,)
-    adv = compute_advantages("grpo", raw, group_size, scale="group" if normalize_by_std else "none", eps=advantage_eps)   # (B,)
+    adv = group_advantages(raw, group_size, "group" if normalize_by_std else "none", advantage_eps)   # (B,)
     keep, n_equal = dynamic_sampling_filter(raw, group_size)
     meta = dict(reward_mean=raw.mean().item(), reward_std=raw.std().item() if len(raw) > 1 else 0.0, reward_max=raw.max().item(),
                 reward_min=raw.min().item(), zero_std_frac=n_equal / (len(raw) // group_size))

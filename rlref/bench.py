@@ -8,7 +8,8 @@ import time, tempfile, random, statistics, dataclasses, warnings
 import torch
 from .core import seed_everything
 from .models import make_char_tokenizer, make_tiny_llama, save_policy, load_policy, chat_prompts, stop_token_ids
-from .trainer import recipe_config, Trainer
+from .trainer import Trainer
+from .train.config import recipe_config
 from .tasks import make_task
 from .rollout import sample
 from .kvcache import make_kv_policy

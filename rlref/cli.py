@@ -13,14 +13,15 @@ from .rundirs import check_json_size, MAX_JSON_DEPTH
 from .models import make_char_tokenizer, make_tiny_llama, save_policy, sft_warm_start, MODEL_PRESETS
 from .tasks import make_task, TASKS
 from .evaluation import exact_match
-from .trainer import TrainConfig, Trainer, recipe_config, RECIPES
+from .trainer import Trainer
+from .train.config import TrainConfig, recipe_config, RECIPES
 from .train.checkpoints import check_resume, find_checkpoint, read_manifest, RunInterrupted, TrainingStopped
 
 # %% auto #0
-__all__ = ['SEED_RANGE', 'MAX_CONFIG_BYTES', 'TRAIN_DEFAULTS', 'OVERWRITE_HELP', 'TRL_EQUIVALENTS', 'PENDING_FIELDS',
-           'check_args', 'run_sft', 'run_train', 'type_name', 'config_fields', 'parse_value', 'coerce', 'CLIParser',
-           'add_config_args', 'flag_values', 'ConfigRefused', 'safe_config_yaml', 'load_config_file', 'train_settings',
-           'resolved_config', 'format_config', 'build_parser', 'main', 'check_trl_equivalents', 'trl_table']
+__all__ = ['SEED_RANGE', 'MAX_CONFIG_BYTES', 'TRAIN_DEFAULTS', 'OVERWRITE_HELP', 'check_args', 'run_sft', 'run_train',
+           'type_name', 'config_fields', 'parse_value', 'coerce', 'CLIParser', 'add_config_args', 'flag_values',
+           'ConfigRefused', 'safe_config_yaml', 'load_config_file', 'train_settings', 'resolved_config',
+           'format_config', 'build_parser', 'main']
 
 # %% ../nbs/92_cli.ipynb #cc01eefd
 SEED_RANGE = (0, 2**31)  # seeds a command accepts: every generator (python, numpy, torch, the trainer's derived ones) takes them
@@ -90,7 +91,7 @@ def _check_recipe(out: Path, recipe: str):
     except Exception as e: raise RunDirError(f"cannot resume: {p} is damaged ({type(e).__name__}: {e})") from None
     if saved != recipe: raise RunDirError(f"cannot resume {out} with recipe {recipe!r}: it was started with recipe {saved!r}")
 
-def run_train(recipe: str = "arith-grpo",  # a name in rlref.trainer.RECIPES
+def run_train(recipe: str = "arith-grpo",  # a name in rlref.train.config.RECIPES
               out: str | Path = "runs/train",  # run directory
               steps: int | None = None,  # RL steps (None = the recipe's)
               seed: int = 0,
@@ -106,7 +107,6 @@ def run_train(recipe: str = "arith-grpo",  # a name in rlref.trainer.RECIPES
     cfg = recipe_config(recipe, out=str(out), seed=seed, progress=progress, **overrides)
     make_task(cfg.task, seed=cfg.split_seed, **cfg.task_kwargs)        # a bad task argument fails here, not after clearing `out`
     if resume and out.is_dir() and not (out / "config.json").is_file(): raise FileNotFoundError(f"nothing to resume in {out}: it has no config.json")
-    import os
     if int(os.environ.get("RANK", "0")) > 0: return Trainer.setup(cfg, resume=resume).fit(resume=resume)  # a multi-process launch: rank 0 checks and writes
     with claim_run_dir(out, resume=resume, overwrite=overwrite):
         ckpt_step = None
@@ -174,7 +174,7 @@ def config_fields(cls=TrainConfig) -> dict:
         if not f.init: continue
         default = (f.default if f.default is not dataclasses.MISSING else
                    f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
-        doc = docs.get(f.name) or ""
+        doc = docs.get(f.name) or f.metadata.get("doc", "")             # an algorithm's setting: its Setting's help
         out[f.name] = dict(type=hints.get(f.name, typing.Any), default=default, section=sections.get(f.name, "other"),
                            help="" if doc.startswith("--") else doc)
     return out
@@ -361,6 +361,12 @@ def train_settings(args: argparse.Namespace) -> tuple[str, dict]:
     "(recipe, TrainConfig overrides) of parsed `rlref train` arguments; each layer overrides the one before: recipe < --config file < flags."
     file_recipe, from_file = load_config_file(args.config) if args.config else (None, {})
     values = {k: TRAIN_DEFAULTS[k] for k in ("out", "seed", "progress")} | from_file | flag_values(args, config_fields())
+    for item in args.algorithm_arg or ():                              # --algorithm-arg NAME=VALUE: one entry of algorithm_args
+        name, eq, text = (x.strip() for x in item.partition("="))
+        if not eq or not name: raise ValueError(f"--algorithm-arg takes NAME=VALUE (e.g. tau=0.3), got {item!r}")
+        try: v = json.loads(text)                                      # a number, true/false/null, a JSON list or object
+        except (json.JSONDecodeError, RecursionError): v = text        # else the text itself
+        values["algorithm_args"] = values.get("algorithm_args", {}) | {name: v}
     if args.quiet: values["progress"] = False
     return args.recipe or file_recipe or TRAIN_DEFAULTS["recipe"], values
 
@@ -433,6 +439,8 @@ def _train_parser(sub) -> argparse.ArgumentParser:
     r.add_argument("--resume", action="store_true", help="continue from the newest complete checkpoint in --out")
     r.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     r.add_argument("--quiet", action="store_true", help="no progress bars (the same as --no-progress)")
+    r.add_argument("--algorithm-arg", action="append", metavar="NAME=VALUE",
+                   help="one setting of the algorithm that has no flag of its own, e.g. tau=0.3 (repeatable; into algorithm_args)")
     add_config_args(t, defaults=TRAIN_DEFAULTS)
     t.set_defaults(func=_train_cmd)
     return t
@@ -483,81 +491,3 @@ def main(argv=None) -> int:
     return 0
 
 if __name__ == "__main__" and sys.argv[0].endswith("cli.py"): sys.exit(main())   # python -m rlref.cli
-
-# %% ../nbs/92_cli.ipynb #120f0a87
-TRL_EQUIVALENTS = [  # (rlref TrainConfig, TRL GRPOConfig or GRPOTrainer argument, how they correspond); every `name` is checked against both classes
-    ("`model`", "`GRPOTrainer(model=...)`, `model_init_kwargs`", "a checkpoint path or Hub name; loading options go in model_init_kwargs"),
-    ("`dtype`", "`model_init_kwargs` (dtype=...)", "the dtype weights are loaded in"),
-    ("`mixed_precision`", "`bf16`, `fp16`", "autocast with fp32 master weights; TRL's bf16 is on by default"),
-    ("`gradient_checkpointing`", "`gradient_checkpointing`", "TRL's is on by default"),
-    ("`fused`", "-", "rlref's shared-prompt fused forward; no TRL counterpart"),
-    ("`lora_r`, `lora_alpha`, `lora_dropout`, `lora_target_modules`", "`GRPOTrainer(peft_config=...)`",
-     "a peft `LoraConfig(r=..., lora_alpha=..., lora_dropout=..., target_modules=...)`; a list of names or all-linear"),
-    ("`chat_template`", "-", "TRL applies the template to conversational datasets (a `prompt` column of messages); rlref to those and, unless False, to text prompts"),
-    ("`chat_template_kwargs`", "`chat_template_kwargs`", "extra arguments to apply_chat_template, e.g. enable_thinking"),
-    ("`task`, `task_kwargs`", "`GRPOTrainer(train_dataset=...)`", "rlref builds the train/test split from a task name"),
-    ("`reward_funcs`, `reward_weights`", "`GRPOTrainer(reward_funcs=...)`, `reward_weights`", "TRL's signature: f(prompts, completions, **columns) -> list[float]"),
-    ("`format_weight`", "a second reward function, weighted in `reward_weights`", "the format reward"),
-    ("`samples_per_prompt`", "`num_generations`", "the group size G"),
-    ("`prompts_per_step` × `samples_per_prompt`", "`generation_batch_size` = `per_device_train_batch_size` × processes × `steps_per_generation`", "completions per rollout"),
-    ("`minibatch_size`", "`per_device_train_batch_size` × processes × `gradient_accumulation_steps`", "completions per optimizer step (rlref: None = the whole rollout)"),
-    ("`micro_batch_size`", "`per_device_train_batch_size`", "completions per forward/backward"),
-    ("`num_iterations`", "`num_iterations`", "passes over each rollout (mu)"),
-    ("`max_new_tokens`", "`max_completion_length`", "rlref: None = the task's budget"),
-    ("`temperature`, `top_k`, `top_p`", "`temperature`, `top_k`, `top_p`", "0 = off for top_k on both sides"),
-    ("`loss_type`", "`loss_type`", "same names for grpo, bnpo, dr_grpo, dapo (rlref: None = the algorithm's, dapo for grpo); seq_mean_token_sum is rlref's (RLOO), cispo/sapo/luspo/vespo are TRL's"),
-    ("`scale_rewards`", "`scale_rewards`", "group, batch or none on both sides"),
-    ("`eps_low`, `eps_high`", "`epsilon`, `epsilon_high`", "clip range [1 - eps_low, 1 + eps_high]"),
-    ("`dual_clip`", "`delta`", "the same loss and gradient when delta > 1 + epsilon_high (checked below)"),
-    ("`beta`", "`beta`", "k3 KL to the reference in the loss"),
-    ("`kl_ratio_correction`", "`use_bias_correction_kl`", "defaults differ"),
-    ("`entropy_coef`", "`entropy_coef`", "a bonus on the per-token mean entropy"),
-    ("`overlong_filter`", "`mask_truncated_completions`", "truncated completions left out of the loss"),
-    ("`overlong_buffer`", "-", "TRL has it as a reward function: trl.rewards.get_soft_overlong_punishment"),
-    ("`dynamic_sampling`, `max_refill_rounds`", "-", "DAPO's filter and refill; no GRPOConfig field"),
-    ("`is_correction`, `is_clip`, `is_clip_min`", "`vllm_importance_sampling_mode`, `vllm_importance_sampling_clip_max`, `vllm_importance_sampling_clip_min`",
-     "TRL corrects only vLLM's sampler; compare the modes' definitions (06_losses) before relying on one name for the other"),
-    ("`lr`", "`learning_rate`", "defaults differ"),
-    ("`warmup_steps`", "`warmup_steps`", "optimizer steps on both sides"),
-    ("`lr_schedule`", "`lr_scheduler_type`", "rlref's constant is TRL's constant_with_warmup"),
-    ("`weight_decay`, `max_grad_norm`", "`weight_decay`, `max_grad_norm`", ""),
-    ("`steps`", "`max_steps`", "rlref counts rollouts, TRL optimizer steps: max_steps = steps × num_iterations × steps_per_generation / gradient_accumulation_steps"),
-    ("`seed`", "`seed`", ""),
-    ("`eval_every`", "`eval_steps`", "with eval_strategy='steps'"),
-    ("`checkpoint_every`, `keep_checkpoints`", "`save_steps`, `save_total_limit`", ""),
-    ("`out`", "`output_dir`", ""),
-    ("`progress`", "`disable_tqdm`", "negated"),
-    ("`algorithm`", "the trainer class", "grpo: GRPOTrainer; rloo: RLOOTrainer; online_dpo: trl.experimental's OnlineDPOTrainer; trl 1.16 has no PPO trainer"),
-]
-PENDING_FIELDS = ()  # names the table may list before TrainConfig has them (none now)
-
-def _names(text: str) -> list[str]: return re.findall(r"`(\w+)`", text)
-
-def check_trl_equivalents(rows=TRL_EQUIVALENTS) -> dict:
-    "Check every name in the table: rlref's against TrainConfig (PENDING_FIELDS may be missing), TRL's against the installed GRPOConfig and GRPOTrainer. Returns what was checked and what is pending."
-    from trl import GRPOConfig, GRPOTrainer
-    ours, theirs = set(config_fields()), {f.name for f in dataclasses.fields(GRPOConfig)}
-    trainer_args = set(inspect.signature(GRPOTrainer.__init__).parameters)
-    pending = []
-    for r, t, _ in rows:
-        for n in _names(r):
-            if n not in ours:
-                if n not in PENDING_FIELDS: raise ValueError(f"{n!r} is not a TrainConfig field")
-                pending.append(n)
-        for n in _names(t):
-            if n not in theirs: raise ValueError(f"{n!r} is not a field of trl {GRPOConfig.__name__}")
-        for n in re.findall(r"GRPOTrainer\((\w+)=", t):
-            if n not in trainer_args: raise ValueError(f"{n!r} is not an argument of GRPOTrainer")
-    return dict(rlref=len({n for r, _, _ in rows for n in _names(r)}), trl=len({n for _, t, _ in rows for n in _names(t)}), pending=pending)
-
-def trl_table(rows=TRL_EQUIVALENTS) -> str:
-    "The table as markdown, with both sides' defaults where a row renames names one for one."
-    from trl import GRPOConfig
-    trl_defaults = {f.name: f.default for f in dataclasses.fields(GRPOConfig)}
-    ours, lines = config_fields(), ["| rlref `TrainConfig` | TRL `GRPOConfig` | note | defaults (rlref / TRL) |", "| --- | --- | --- | --- |"]
-    for r, t, note in rows:
-        a, b = _names(r), _names(t)
-        rename = len(a) == len(b) and all(n in ours for n in a) and all(re.fullmatch(r"`\w+`(, `\w+`)*", x) for x in (r, t))
-        d = f"{', '.join(_show(ours[n]['default']) for n in a)} / {', '.join(_show(trl_defaults[n]) for n in b)}" if rename else ""
-        lines.append(f"| {r} | {t} | {note} {'(pending: not yet a TrainConfig field)' if any(n not in ours for n in a) else ''} | {d} |")
-    return "\n".join(lines)

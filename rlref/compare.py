@@ -11,7 +11,8 @@ from .core import seed_everything, mcnemar
 from .models import load_policy
 from .tasks import make_task
 from .evaluation import greedy_completions
-from .trainer import recipe_config, Trainer
+from .trainer import Trainer
+from .train.config import recipe_config
 from .warm_start import warm_start_dir
 
 # %% auto #0
@@ -24,7 +25,7 @@ ALIGNED = dict(algorithm="grpo", loss_type="dapo", scale_rewards="group", beta=0
                top_k=0, top_p=1.0, lr_schedule="constant", weight_decay=0.0, entropy_coef=0.0, dynamic_sampling=False, overlong_filter=False,
                overlong_buffer=0, format_weight=0.0, is_correction="none", lora_r=0)  # what trl_config hard-codes: both sides run these
 
-def testbed_settings(recipe: str = "testbed",  # a key of rlref.trainer.RECIPES with a shipped warm start
+def testbed_settings(recipe: str = "testbed",  # a key of rlref.train.config.RECIPES with a shipped warm start
                      **overrides,  # TrainConfig fields to change (e.g. steps, prompts_per_step for a small run)
                     ) -> dict:
     "The settings both sides run, read from the recipe now (TrainConfig defaults fill the rest); refuses what TRL's side is not aligned for."

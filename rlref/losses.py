@@ -15,8 +15,7 @@ from .advantages import dynamic_sampling_filter
 __all__ = ['PG_LOSS_KINDS', 'AGGREGATION_MODES', 'KL_ESTIMATORS', 'IS_MODES', 'clip_fraction', 'clipped_surrogate',
            'naive_policy_gradient_loss', 'policy_gradient_token_loss', 'aggregate_loss', 'kl_estimate',
            'effective_sample_size', 'ISCorrection', 'importance_weights', 'grpo_loss', 'grpo_microbatch_train_step',
-           'value_loss', 'dpo_loss', 'online_dpo_loss', 'masked_entropy', 'entropy_bonus', 'approx_kl',
-           'zero_std_group_fraction']
+           'value_loss', 'dpo_loss', 'online_dpo_loss', 'masked_entropy', 'approx_kl', 'zero_std_group_fraction']
 
 # %% ../nbs/06_losses.ipynb #72ff0fba
 def _check_pair(a: torch.Tensor, b: torch.Tensor, names: str = "logprobs/old_logprobs"):
@@ -234,7 +233,7 @@ def grpo_loss(logprobs: torch.Tensor,  # (B, T) learner log-probs, differentiabl
 def grpo_microbatch_train_step(policy_logprobs: torch.Tensor,  # (b, T) log pi_theta of this micro-batch, differentiable
                                response_mask: torch.Tensor,  # (b, T) 1 on response tokens
                                gradient_accumulation_steps: int,  # k micro-batches per optimizer step: the loss is divided by k
-                               loss_type: str,  # the per-token loss kind, one of PG_LOSS_KINDS
+                               kind: str,  # the per-token loss, one of PG_LOSS_KINDS (the course's loss_type)
                                raw_rewards: torch.Tensor | None = None,  # (b,) or (b, 1), for "no_baseline"
                                advantages: torch.Tensor | None = None,  # (b,), (b, 1) or (b, T), for the other kinds
                                old_logprobs: torch.Tensor | None = None,  # (b, T), for "grpo_clip"
@@ -244,7 +243,7 @@ def grpo_microbatch_train_step(policy_logprobs: torch.Tensor,  # (b, T) log pi_t
     if not isinstance(gradient_accumulation_steps, int) or gradient_accumulation_steps < 1:
         raise ValueError(f"gradient_accumulation_steps must be a positive int, got {gradient_accumulation_steps!r}")
     m = _check_mask(response_mask, policy_logprobs, "response_mask")
-    per_tok, meta = policy_gradient_token_loss(policy_logprobs, loss_type, raw_rewards, advantages, old_logprobs, cliprange, mask=m)   # (b, T)
+    per_tok, meta = policy_gradient_token_loss(policy_logprobs, kind, raw_rewards, advantages, old_logprobs, cliprange, mask=m)   # (b, T)
     loss = aggregate_loss(per_tok, m, "grpo") / gradient_accumulation_steps
     loss.backward()
     return loss.detach(), meta
@@ -313,13 +312,6 @@ def masked_entropy(logits: torch.Tensor,  # (B, T, V) logits
     "Mean token entropy over valid tokens (scalar)."
     ent = token_entropy(logits)                                       # (B, T)
     return masked_mean(ent, _check_mask(mask, ent))
-
-def entropy_bonus(entropies: torch.Tensor,  # (B, T) token entropies (token_entropy), differentiable
-                  mask: torch.Tensor,  # (B, T) completion mask
-                  coef: float = 0.01,  # c_H
-                 ) -> torch.Tensor:
-    "The loss term $-c_H\\,\\bar H$ (add it to the loss to reward entropy)."
-    return -coef * masked_mean(entropies, _check_mask(mask, entropies))
 
 # %% ../nbs/06_losses.ipynb #0bebbbb0
 def approx_kl(logprobs: torch.Tensor,  # (B, T) log pi_theta after (or during) the update

@@ -23,7 +23,8 @@ def testbed_run(seed: int = 0,
                 **overrides,  # TrainConfig fields (lr, prompts_per_step, steps, ...)
                ) -> dict:
     "One RL run from the seed's warm start: held-out curve from step 0, gain, Wilson intervals, McNemar vs the warm start, CPU seconds."
-    from rlref.trainer import recipe_config, Trainer
+    from rlref.trainer import Trainer
+    from rlref.train.config import recipe_config
     cfg = recipe_config(recipe, seed=seed, out=None if out is None else str(out), progress=False, **({"checkpoint_every": 0} if out is None else {}) | overrides)
     tr = Trainer.setup(cfg, overwrite=overwrite)
     before = tr.evaluate(per_prompt=True)                                          # (N,) hits of the warm start

@@ -15,7 +15,8 @@ from .core import seed_everything, masked_mean
 from .models import make_char_tokenizer, MODEL_PRESETS, encode_pairs, sft_loss
 from .rollout import sample
 from .tasks import Task
-from .trainer import Trainer, TrainConfig
+from .trainer import Trainer
+from .train.config import TrainConfig
 
 # %% auto #0
 __all__ = ['IMAGE_TOKEN', 'PIC', 'CANVAS', 'MASK_VALUE', 'PUZZLES', 'CHANCE', 'WARMUP_TASKS', 'ARMS', 'FORMAT_WEIGHT',

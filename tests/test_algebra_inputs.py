@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from rlref.advantages import (group_advantages, rloo_advantages, reinforce_pp_advantages, gae_advantages,
-                              dynamic_sampling_filter, compute_advantages)
+                              dynamic_sampling_filter)
 from rlref.losses import (clipped_surrogate, aggregate_loss, kl_estimate, importance_weights, grpo_loss, value_loss,
                           dpo_loss, AGGREGATION_MODES)
 
@@ -32,20 +32,18 @@ BAD = {
     "grpo G=1": (lambda: group_advantages(R4, 1), "needs at least 2 samples per prompt"),
     "rloo G=1": (lambda: rloo_advantages(R4, 1), "needs at least 2 samples per prompt"),
     "dynamic sampling G=1": (lambda: dynamic_sampling_filter(R4, 1), "needs at least 2 samples per prompt"),
-    "reinforce_pp_baseline G=1": (lambda: compute_advantages("reinforce_pp_baseline", R4, 1, M), "needs at least 2 samples"),
+    "reinforce_pp_baseline G=1": (lambda: reinforce_pp_advantages(R4, M, 1), "needs at least 2 samples"),
     "group_size not an int": (lambda: rloo_advantages(R4, 2.0), "group_size must be a positive int"),
     "rewards 2-D": (lambda: rloo_advantages(R4[:, None], 2), "rewards must be 1-D (B,), got shape (4, 1)"),
     "unknown scale": (lambda: group_advantages(R4, 2, scale="std"), "scale must be 'group', 'batch' or 'none'"),
-    "unknown estimator": (lambda: compute_advantages("ppo2", R4, 2), "unknown advantage estimator 'ppo2'"),
-    "token-level estimator without mask": (lambda: compute_advantages("reinforce_pp", R4, 2), "needs completion_mask"),
     # non-finite rewards, in every estimator (a NaN must not be whitened into every advantage)
     "grpo NaN reward": (lambda: group_advantages(torch.tensor([1., NAN, 0., 1.]), 2), "non-finite values (nan/inf) at positions [1]"),
-    "dr_grpo inf reward": (lambda: compute_advantages("dr_grpo", torch.tensor([1., 0., INF, 1.]), 2), "at positions [2]"),
+    "dr_grpo inf reward": (lambda: group_advantages(torch.tensor([1., 0., INF, 1.]), 2, "none"), "at positions [2]"),
     "rloo NaN reward": (lambda: rloo_advantages(torch.tensor([NAN, 0., 0., NAN]), 2), "at positions [0, 3]"),
     "reinforce_pp NaN reward": (lambda: reinforce_pp_advantages(torch.tensor([1., 0., NAN, 1.]), M), "at positions [2]"),
     "reinforce_pp NaN token reward": (lambda: reinforce_pp_advantages(R4, M, token_rewards=tok(1)),
                                       "token_rewards contain non-finite values (nan/inf) in rows [1]"),
-    "reinforce_pp_baseline inf token reward": (lambda: compute_advantages("reinforce_pp_baseline", R4, 2, M, token_rewards=tok(3, -INF)),
+    "reinforce_pp_baseline inf token reward": (lambda: reinforce_pp_advantages(R4, M, 2, token_rewards=tok(3, -INF)),
                                                "token_rewards contain non-finite values (nan/inf) in rows [3]"),
     "gae NaN token reward": (lambda: gae_advantages(tok(2), torch.zeros(B, T), M),
                              "token_rewards contain non-finite values (nan/inf) in rows [2]"),

@@ -8,8 +8,9 @@ import rlref.trainer as T
 from rlref.core import masked_mean
 from rlref.losses import online_dpo_loss, AGGREGATION_MODES
 from rlref.rollout import completion_logprobs
-from rlref.trainer import (Trainer, TrainConfig, recipe_config, ALGORITHMS, Algorithm, LossContext, register_algorithm,
-                           soft_overlong_penalty, concat_rollouts, dpo_pairs)
+from rlref.trainer import Trainer, soft_overlong_penalty, concat_rollouts
+from rlref.algorithms import ALGORITHMS, Algorithm, LossContext, register_algorithm, dpo_pairs
+from rlref.train.config import TrainConfig, recipe_config
 
 SMALL = json.loads((Path(__file__).resolve().parent / "tiny_configs.json").read_text())["test_algorithms"]  # the tiny config (shared with the seed sweep behind this file's margins)
 
@@ -35,7 +36,7 @@ def test_an_algorithm_added_in_one_place_trains():
         assert cfg.loss_type == "seq_mean_token_sum"
         with pytest.raises(ValueError, match="beta is not used by toy_reinforce"): TrainConfig(algorithm="toy_reinforce", beta=0.1, **SMALL)
         torch.manual_seed(0); tr = Trainer.setup(cfg)
-        g = torch.Generator().manual_seed(0)                            # an untrained model is never right: random rewards instead
+        g = torch.Generator().manual_seed(0)  # an untrained model is never right: random rewards instead
         tr.add_hook("after_rewards", lambda t, r: setattr(r, "rewards", torch.rand(len(r), generator=g)) or r)
         before = _params(tr)
         ms = [tr.train_step() for _ in range(2)]
@@ -89,7 +90,7 @@ def _fixed_batch(loss_type, **kw):
     g = torch.Generator().manual_seed(1)
     r.advantages = torch.randn(len(r), generator=g)
     lp = tr.logprobs(tr.policy, r)
-    r.extras["old_logprobs"] = lp - 0.3 * torch.rand(lp.shape, generator=g) * r.completion_mask   # ratios away from 1: clipping is active
+    r.extras["old_logprobs"] = lp - 0.3 * torch.rand(lp.shape, generator=g) * r.completion_mask  # ratios away from 1: clipping is active
     return tr, r
 
 @pytest.mark.parametrize("loss_type", AGGREGATION_MODES)
@@ -101,7 +102,7 @@ def test_loss_and_gradient_do_not_depend_on_micro_batching(loss_type):
         tr0.policy.load_state_dict(state)
         tr = Trainer(copy.copy(tr0.cfg), tr0.policy, tr0.tok, tr0.task)
         tr.ref = tr0.ref
-        tr.cfg.micro_batch_size = micro                                    # set after construction: the config refuses a 10-row minibatch of 4s
+        tr.cfg.micro_batch_size = micro  # set after construction: the config refuses a 10-row minibatch of 4s
         m = tr._update(r)
         out[micro] = (m["loss"], m["policy_loss"], torch.cat([p.grad.flatten() for p in tr.policy.parameters() if p.grad is not None]))
     for micro in (4, 3):
@@ -163,13 +164,13 @@ BAD = [
     (dict(max_refill_rounds=-1), "max_refill_rounds must be >= 0"), (dict(overlong_buffer=-1), "overlong_buffer must be >= 0"),
     (dict(max_new_tokens=4, overlong_buffer=5), "overlong_buffer must be <= max_new_tokens"), (dict(loss_type="sum"), "unknown loss_type"),
     (dict(minibatch_size=0), "minibatch_size must be an int >= 1"), (dict(dpo_beta=0.0), "dpo_beta must be > 0"),
-    (dict(algorithm="online_dpo", samples_per_prompt=2, dpo_ties="random"), "dpo_ties must be"),
+    (dict(algorithm="online_dpo", samples_per_prompt=2, dpo_ties="random"), "unknown dpo_ties"),
     (dict(algorithm="online_dpo", samples_per_prompt=2, dpo_temperature=0.0), "dpo_temperature must be > 0"),
     (dict(algorithm="online_dpo", samples_per_prompt=2, loss_type="dapo"), "loss_type does not apply to online_dpo"),
     (dict(algorithm="online_dpo", samples_per_prompt=2, dynamic_sampling=True), "dynamic_sampling drops rows"),
     (dict(algorithm="online_dpo", prompts_per_step=4, samples_per_prompt=2, minibatch_size=3, micro_batch_size=1), "minibatch_size must be even"),
     (dict(algorithm="reinforce_pp", samples_per_prompt=1), "reinforce_pp_variant='baseline'.*needs samples_per_prompt >= 2"),
-    (dict(algorithm="reinforce_pp", reinforce_pp_variant="rloo"), "reinforce_pp_variant must be"),
+    (dict(algorithm="reinforce_pp", reinforce_pp_variant="rloo"), "unknown reinforce_pp_variant"),
     (dict(algorithm="reinforce_pp", reinforce_pp_variant="plain", samples_per_prompt=1, dynamic_sampling=True), "dynamic_sampling .*needs samples_per_prompt >= 2"),
     (dict(out=""), "out must be a non-empty path, or None"), (dict(out="   "), "out must be a non-empty path"),
     (dict(vf_coef=-1.0), "vf_coef must be >= 0"), (dict(value_clip=0.0), "value_clip must be > 0"), (dict(entropy_coef=float("nan")), "entropy_coef must be finite"),
@@ -187,7 +188,7 @@ def test_soft_overlong_penalty_on_literal_lengths():
     with pytest.raises(ValueError, match="buffer"): soft_overlong_penalty(torch.tensor([1]), 8, 9)
 
 def test_overlong_penalty_is_in_the_reward_and_the_filter_drops_truncated_rows():
-    tr = _setup(max_new_tokens=3, overlong_buffer=2, overlong_filter=True)   # an untrained model rarely stops within 3 tokens
+    tr = _setup(max_new_tokens=3, overlong_buffer=2, overlong_filter=True)  # an untrained model rarely stops within 3 tokens
     seen = {}
     tr.add_hook("before_update", lambda t, r: seen.__setitem__("truncated", r.truncated.clone()))
     r = tr.rollout()
@@ -233,7 +234,7 @@ def test_dynamic_sampling_cap_and_nothing_left():
 def test_arith_dapo_recipe_trains():
     cfg = recipe_config("arith-dapo")
     assert cfg.eps_high == 0.28 and cfg.dynamic_sampling and cfg.loss_type == "dapo" and cfg.overlong_buffer > 0
-    tr = _setup("arith-dapo", sft_steps=60, sft_lr=3e-3, sft_target=0.5, prompts_per_step=8)   # a warm start: mixed groups
+    tr = _setup("arith-dapo", sft_steps=60, sft_lr=3e-3, sft_target=0.5, prompts_per_step=8)  # a warm start: mixed groups
     before = _params(tr)
     ms = [tr.train_step() for _ in range(2)]
     # seed sweep (experiments/07_trainer/seed_sweep_test_algorithms.py, seeds 0-4): all 8 groups kept on every step, using at most 3 of the 4 refill rounds
@@ -266,7 +267,7 @@ def test_reinforce_pp_variant_is_explicit():
     tr.cfg.reinforce_pp_variant = "plain"
     plain = tr.advantages(r).advantages
     assert not torch.allclose(base, plain)
-    TrainConfig(algorithm="reinforce_pp", reinforce_pp_variant="plain", samples_per_prompt=1)   # G = 1 works with the plain variant
+    TrainConfig(algorithm="reinforce_pp", reinforce_pp_variant="plain", samples_per_prompt=1)  # G = 1 works with the plain variant
 
 def test_online_dpo_ties_on_literal_values():
     lp = torch.zeros(4)
@@ -274,10 +275,10 @@ def test_online_dpo_ties_on_literal_values():
     l_drop, n = online_dpo_loss(lp, lp, rw, ties="drop")
     l_first, n2 = online_dpo_loss(torch.tensor([1., 0., 1., 0.]), lp, rw, beta=1.0, ties="first")
     assert n == n2 == 1 and l_drop.item() == pytest.approx(math.log(2))
-    assert l_first.item() == pytest.approx(-torch.nn.functional.logsigmoid(torch.tensor(1.)).item())   # both pairs: winner +1 over loser
+    assert l_first.item() == pytest.approx(-torch.nn.functional.logsigmoid(torch.tensor(1.)).item())  # both pairs: winner +1 over loser
     tr = _setup(algorithm="online_dpo", samples_per_prompt=2)
     r = tr.rollout(); r.rewards = torch.tensor([1., 1., 0., 1., 0., 0., 1., 0.]); r.extras["row"] = torch.arange(8)
-    assert dpo_pairs(tr, r).extras["row"].tolist() == [0, 1, 3, 2, 4, 5, 6, 7]   # a tied group gives two distinct samples, best first
+    assert dpo_pairs(tr, r).extras["row"].tolist() == [0, 1, 3, 2, 4, 5, 6, 7]  # a tied group gives two distinct samples, best first
 
 def test_online_dpo_scores_at_dpo_temperature_and_keeps_pairs_together():
     assert TrainConfig(algorithm="online_dpo", samples_per_prompt=2).dpo_temperature == 1.0
@@ -285,7 +286,7 @@ def test_online_dpo_scores_at_dpo_temperature_and_keeps_pairs_together():
     seen = []
     tr.add_hook("loss_terms", lambda t, ctx: seen.append(ctx.mb.group.view(-1, 2)) or {})
     tr.train_step()
-    assert seen and all((g[:, 0] == g[:, 1]).all() for g in seen)     # rows (2k, 2k+1) are one prompt's pair in every micro-batch
+    assert seen and all((g[:, 0] == g[:, 1]).all() for g in seen)  # rows (2k, 2k+1) are one prompt's pair in every micro-batch
     r = dpo_pairs(tr, tr.rollout())
     loss, info = tr.loss(r, int(r.completion_mask.sum()), 1)
     m = r.completion_mask
@@ -294,3 +295,68 @@ def test_online_dpo_scores_at_dpo_temperature_and_keeps_pairs_together():
         ref1 = completion_logprobs(tr.ref, r, 1.0, with_entropy=False)[0]
     expect, _ = online_dpo_loss((lp1 * m).sum(1), (ref1 * m).sum(1), r.rewards, beta=tr.cfg.dpo_beta, ties="first")
     assert loss.item() == pytest.approx(expect.item(), abs=1e-6)
+
+# ---------------------------------------------------------------- a new algorithm with a setting, in one file
+TEMPERED = '''"REINFORCE with the advantage tanh(tau * (R - mean R)): one algorithm and its one setting, in one file."
+from rlref.algorithms import Algorithm, Setting, register_algorithm, is_number
+
+def advantages(tr, r): r.advantages = (tr.cfg.setting("tau") * (r.rewards - r.rewards.mean())).tanh()   # (B,)
+
+def loss(tr, ctx): return ctx.aggregate(-ctx.mb.advantages[:, None] * ctx.logprobs, tr.cfg.loss_type), {}
+
+register_algorithm(Algorithm("tempered", advantages, loss, default_loss_type="seq_mean_token_sum", kl=(),
+                             settings=(Setting("tau", 1.0, "advantage temperature", lambda v: is_number(v) and v > 0,
+                                               "> 0 and finite"),),
+                             recipes={"arith-tempered": dict(lr=1e-3)}))
+'''
+
+@pytest.fixture
+def tempered(tmp_path, monkeypatch):
+    "The module above as one .py file on the import path; the registry and sys.modules are restored afterwards."
+    import sys
+    (tmp_path / "tempered_algo.py").write_text(TEMPERED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "tempered_algo:tempered"
+    ALGORITHMS.pop("tempered", None)
+    sys.modules.pop("tempered_algo", None)
+
+def test_a_new_algorithm_with_a_setting_trains_from_one_file(tempered):
+    def losses(tau):
+        torch.manual_seed(0)
+        tr = Trainer.setup(TrainConfig(algorithm=tempered, algorithm_args={"tau": tau}, **SMALL))
+        g = torch.Generator().manual_seed(0)  # an untrained model is never right: random rewards
+        tr.add_hook("after_rewards", lambda t, r: setattr(r, "rewards", torch.rand(len(r), generator=g)) or r)
+        return [tr.train_step()["loss"] for _ in range(2)]
+    small, large = losses(0.5), losses(4.0)
+    assert all(math.isfinite(x) for x in small + large)
+    assert small[0] != large[0]                                     # the same rollout: tau reached the loss
+    cfg = TrainConfig(algorithm=tempered, **SMALL)
+    assert cfg.algorithm_args == {"tau": 1.0} and cfg.setting("tau") == 1.0 and cfg.loss_type == "seq_mean_token_sum"
+    assert recipe_config("arith-tempered", **SMALL).lr == 1e-3  # its recipe, declared in the same file
+
+@pytest.mark.parametrize("args,msg", [
+    ({"tau": -1.0}, "tau must be > 0 and finite, got -1.0"), ({"tau": float("nan")}, "tau must be > 0"),
+    ({"tau": "0.3"}, "tau must be > 0 and finite"), ({"tua": 1.0}, r"its settings are \['tau'\]"),
+    ({"lr": 1.0}, "lr is a TrainConfig field"), ([1], "algorithm_args must be a dict")])
+def test_a_bad_setting_fails_before_training(tempered, args, msg):
+    with pytest.raises(ValueError, match=msg): TrainConfig(algorithm=tempered, algorithm_args=args, **SMALL)
+
+def test_unknown_algorithm_or_module_is_one_clear_error():
+    for name, msg in (("a2c", "unknown algorithm 'a2c'; choose one of"), ("no_such_module_x:a", "cannot import 'no_such_module_x'"),
+                      ("rlref.losses:nope", "registers no algorithm 'nope'")):
+        with pytest.raises(ValueError, match=msg): TrainConfig(algorithm=name, **SMALL)
+    with pytest.raises(ValueError, match="grpo.*has no setting 'tau'"): TrainConfig(**SMALL).setting("tau")
+
+def test_the_command_line_loads_the_module_and_its_setting(tempered, tmp_path, monkeypatch, capsys):
+    from rlref.cli import main
+    import rlref.train.config as C
+    monkeypatch.setitem(C.RECIPES, "tiny", SMALL | dict(checkpoint_every=1))
+    run = ["train", "--recipe", "tiny", "--algorithm", tempered, "--steps", "1", "--quiet", "--out"]
+    with pytest.raises(SystemExit) as e: main(run + [str(tmp_path / "bad"), "--algorithm-arg", "tau=-1"])
+    assert e.value.code == 2 and not (tmp_path / "bad").exists()               # refused before anything is written
+    main(run + [str(tmp_path / "ok"), "--algorithm-arg", "tau=2"])
+    saved = json.loads((tmp_path / "ok" / "config.json").read_text())
+    assert saved["algorithm"] == tempered and saved["algorithm_args"] == {"tau": 2}
+    with pytest.raises(SystemExit) as e:                           # a resume may not change a setting
+        main(run + [str(tmp_path / "ok"), "--algorithm-arg", "tau=3", "--resume", "--steps", "2"])
+    assert e.value.code == 2 and "algorithm_args {'tau': 2} -> {'tau': 3}" in capsys.readouterr().err

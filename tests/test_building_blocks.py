@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from rlref.core import masked_mean, masked_normalize
-from rlref.advantages import group_normalized_rewards, group_advantages, compute_advantages
+from rlref.advantages import group_normalized_rewards, group_advantages
 from rlref.losses import (naive_policy_gradient_loss, policy_gradient_token_loss, grpo_microbatch_train_step, clipped_surrogate,
                           aggregate_loss, grpo_loss, PG_LOSS_KINDS)
 
@@ -134,7 +134,7 @@ def test_group_normalized_rewards_by_hand():
     assert torch.allclose(adv[:4], torch.tensor([0.75, -0.25, -0.25, -0.25]) / (sample_std + 1e-6))
     assert not torch.allclose(adv[0], torch.tensor(0.75 / (math.sqrt(0.75 / 4) + 1e-6)))   # not the population std
     assert torch.equal(adv[4:], torch.zeros(4))
-    assert torch.equal(adv, compute_advantages("grpo", raw, 4, eps=1e-6))
+    assert torch.equal(adv, group_advantages(raw, 4, eps=1e-6))
     assert meta["reward_mean"] == 0.125 and meta["reward_max"] == 1.0 and meta["reward_min"] == 0.0
     assert meta["zero_std_frac"] == 0.5 and meta["format_reward_mean"] == 7 / 8
 

@@ -6,7 +6,8 @@ from rlref.models import (make_char_tokenizer, make_tiny_llama, make_chat_tokeni
 from rlref.rollout import encode_prompts, sample, completion_logprobs
 from rlref.fused import decoder_parts
 from rlref.evaluation import greedy_completions
-from rlref.trainer import Trainer, TrainConfig
+from rlref.trainer import Trainer
+from rlref.train.config import TrainConfig
 
 PROMPTS = ["12+34=", "7+8=", "1+1="]
 

@@ -3,16 +3,16 @@ status 2 (no traceback) and nothing of an earlier run is lost; Ctrl-C is one lin
 import json, os, signal, subprocess, sys, time
 from pathlib import Path
 import pytest
-import rlref.trainer
+import rlref.train.config
 from rlref.cli import main
 
 TINY = json.loads((Path(__file__).resolve().parent / "tiny_configs.json").read_text())["test_cli"]  # the tiny config (shared with the seed sweep behind this file's margins)
 # a subprocess running `rlref` with the tiny recipe registered (a real command line, a real process)
-CLI = [sys.executable, "-c", "import sys, rlref.trainer as t; t.RECIPES['tiny'] = " + repr(TINY) +
+CLI = [sys.executable, "-c", "import sys, rlref.train.config as t; t.RECIPES['tiny'] = " + repr(TINY) +
        "; from rlref.cli import main; sys.exit(main(sys.argv[1:]))"]
 
 @pytest.fixture(autouse=True)
-def tiny_recipe(monkeypatch): monkeypatch.setitem(rlref.trainer.RECIPES, "tiny", TINY)
+def tiny_recipe(monkeypatch): monkeypatch.setitem(rlref.train.config.RECIPES, "tiny", TINY)
 
 def snapshot(d: Path) -> dict:
     return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file() and p.name != ".lock"}
@@ -24,7 +24,7 @@ def rows(out):
 def finished_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("cli") / "run"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(rlref.trainer.RECIPES, "tiny", TINY)
+        mp.setitem(rlref.train.config.RECIPES, "tiny", TINY)
         main(["train", "--recipe", "tiny", "--steps", "4", "--out", str(d), "--quiet"])
     return d
 
@@ -169,7 +169,7 @@ def test_python_m_rlref_cli_runs_the_command(tmp_path):
 
 def test_a_run_that_cannot_go_on_is_one_line_and_exit_1(tmp_path, monkeypatch, rlref_cmd):
     "An untrained model scores 0 on every sample, so DAPO's dynamic sampling has nothing to train on: one line, exit 1, no traceback."
-    monkeypatch.setitem(rlref.trainer.RECIPES, "flat", TINY | dict(dynamic_sampling=True, max_refill_rounds=1, format_weight=0.0))
+    monkeypatch.setitem(rlref.train.config.RECIPES, "flat", TINY | dict(dynamic_sampling=True, max_refill_rounds=1, format_weight=0.0))
     # seed sweep (experiments/92_cli/seed_sweep_test_cli.py, seeds 0-7): step 1 stopped on every seed, and no untrained model wrote a right
     # answer in any of 20 further rollouts (0 of 2,816 samples in all), so the check does not depend on a lucky draw
     code, _, err = rlref_cmd(["train", "--recipe", "flat", "--steps", "2", "--out", str(tmp_path / "run"), "--quiet"])
@@ -181,7 +181,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 import yaml
 from rlref.cli import CLIParser, add_config_args, config_fields, flag_values, build_parser
-from rlref.trainer import TrainConfig, recipe_config
+from rlref.train.config import TrainConfig, recipe_config
 
 def as_text(v) -> str:
     "A default value as a command-line string."

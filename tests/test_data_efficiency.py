@@ -8,7 +8,8 @@ import torch
 from rlref.methods.data_efficiency import (p_zero_signal, check_band, DataMeter, PassRateTracker, DifficultyBand,
                                            rollout_replay, few_shot_task, pass_at_k_per_prompt, majority_vote,
                                            MajorityVoteReward, taxonomy_table)
-from rlref.trainer import Trainer, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.train.checkpoints import TrainingStopped
 
 torch.set_num_threads(1)

@@ -5,7 +5,8 @@ import pytest, torch
 from datasets import Dataset, DatasetDict
 from rlref.tasks import make_task, make_arithmetic
 from rlref.rewards import REWARD_FUNCS, reward_func, combine_rewards, answer_reward, format_reward, correctness_reward, extract_answer, normalize_answer
-from rlref.trainer import Trainer, TrainConfig, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import TrainConfig, recipe_config
 from rlref.train.checkpoints import check_resume
 from rlref.rundirs import RunDirError
 

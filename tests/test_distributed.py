@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest, torch
 from safetensors.torch import load_file
 from rlref.core import read_jsonl
-from rlref.trainer import Trainer, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.train.parallel import emulate_data_parallel, check_data_parallel, sampler_seed
 
 K = 3            # steps
@@ -19,7 +20,8 @@ CFG = dict(steps=K, prompts_per_step=8, samples_per_prompt=4, eval_every=K, eval
 
 SCRIPT = r"""
 import json, sys
-from rlref.trainer import Trainer, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.train.checkpoints import RunInterrupted
 cfg = recipe_config(sys.argv[1], **json.loads(sys.argv[2])); stop, resume = int(sys.argv[3]), sys.argv[4] == "1"
 tr = Trainer.setup(cfg, resume=resume)

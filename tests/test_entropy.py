@@ -1,7 +1,8 @@
 "Entropy-control methods in the trainer: KL-Cov's penalty (a loss_terms hook) only acts off-policy; Entrocraft works on any advantage estimator; the released rule uses +-1 rewards."
 import pytest, torch
 from rlref.core import masked_mean
-from rlref.trainer import Trainer, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 import json
 from rlref.methods.entropy import Entrocraft, EntrocraftReleased, KLCov, ClipCov, EntropyMeter, kl_cov_term
 

@@ -5,19 +5,20 @@ run directory (the README's promise), an empty dataset names its file, and a bad
 import json, os, re, shutil, subprocess, sys, textwrap
 from pathlib import Path
 import pytest
-import rlref.trainer
+import rlref.train.config
 from rlref.cli import main, run_sft, run_train
 from rlref.rundirs import RunDirError, RUN_MARKER, is_run_dir, check_json_size
 from rlref.tasks import make_task
 from rlref.rewards import combine_rewards
-from rlref.trainer import Trainer, TrainConfig, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import TrainConfig, recipe_config
 from rlref.train.checkpoints import find_checkpoint
 
 TINY = dict(sft_steps=0, prompts_per_step=4, samples_per_prompt=4, eval_every=2, eval_limit=10, kl_every=0,
             checkpoint_every=1, format_weight=0.5, lr=1e-3, task_kwargs=dict(n_train=200, n_test=20))
 
 @pytest.fixture(autouse=True)
-def tiny_recipe(monkeypatch): monkeypatch.setitem(rlref.trainer.RECIPES, "tiny", TINY)
+def tiny_recipe(monkeypatch): monkeypatch.setitem(rlref.train.config.RECIPES, "tiny", TINY)
 
 def snapshot(d: Path) -> dict:
     "Every file, folder and link under d: a file's bytes, a link's target."
@@ -171,7 +172,7 @@ LINKED = "is a symbolic link; rlref reads nothing outside the run dir"
 def ckpt_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("ckpt") / "run"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(rlref.trainer.RECIPES, "tiny", TINY)
+        mp.setitem(rlref.train.config.RECIPES, "tiny", TINY)
         run_train("tiny", out=d, steps=2, progress=False)             # checkpoints at steps 1 and 2
     return d
 

@@ -23,9 +23,9 @@ LAYERS = {
     "tasks": 1, "rewards": 1, "flow.rewards": 1,                    # data: tasks, rewards, answer parsing
     "models": 2, "real_model": 2, "flow.model": 2,                  # models: tokenizers, presets, load_policy
     "rollout": 3, "fused": 3, "kvcache": 3, "evaluation": 3,       # sampling: rollout, fused forward, kv caches, eval
-    "advantages": 4, "losses": 4, "flow.rl": 4,                     # algos: advantages, losses
+    "advantages": 4, "losses": 4, "flow.rl": 4, "algorithms": 4,    # algos: advantages, losses, the algorithm registry
     "trainer": 5, "warm_start": 5,                                  # train: config, loop, precision, checkpoints
-    "train": 5, **{f"train.{m}": 5 for m in ("precision", "parallel", "checkpoints", "rewards", "report")},
+    "train": 5, **{f"train.{m}": 5 for m in ("config", "precision", "parallel", "checkpoints", "rewards", "report")},
     "vision": 6, "flow.hacking": 6,                                 # methods/, images/: mechanisms
     **{f"methods.{m}": 6 for m in ("data_efficiency", "entropy", "error_counting", "judges", "logit_averaging",
                                    "pipo", "prpo", "rank1", "replay", "sparse_rollouts")},
@@ -44,9 +44,6 @@ ALLOWED_UPWARD = {
 ALLOWED_PRIVATE = {
 }
 ALLOWED_CIRCLES = [
-    # train.parallel -> trainer (ALGORITHMS, LOCAL_ADVANTAGE_ALGORITHMS in check_data_parallel: a function-level
-    # import until the registry moves below the trainer)
-    {"trainer", "train.parallel"},
 ]
 
 

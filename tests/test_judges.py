@@ -4,7 +4,7 @@ against their closed forms, and GRPO's 1/|o| and std scaling against Dr. GRPO on
 import math
 import pytest
 import torch
-from rlref.advantages import compute_advantages
+from rlref.advantages import group_advantages
 from rlref.losses import aggregate_loss
 from rlref.methods.judges import (Judge, JudgePanel, combine_verdicts, check_scores, gold_reward, proxy_reward, parse_completion, n_ops,
                                   make_reward, make_task, held_out, arm_config, split_targets, RewardModelJudge, rm_features, auc, RM_CHARS)
@@ -65,16 +65,16 @@ def test_grpo_length_weighting_vs_dr_grpo_on_literal_tensors():
         logp = torch.zeros(4, T, requires_grad=True)
         aggregate_loss(-A[:, None] * logp, mask, mode, max_len=T).backward()
         return -logp.grad[:, 0]
-    a_g, a_d = compute_advantages("grpo", R, 4), compute_advantages("grpo", R, 4, scale="none")
+    a_g, a_d = group_advantages(R, 4), group_advantages(R, 4, "none")
     w_g, w_d = weights(a_g, "grpo"), weights(a_d, "dr_grpo")
     torch.testing.assert_close(w_g, a_g / (4 * L))                     # A_i / (G |o_i|)
     torch.testing.assert_close(w_d, a_d / (4 * T))                     # A_i / (G L_max)
     assert w_g[3] / w_g[2] == pytest.approx(1 / 3)                      # the long wrong answer: a third of the per-token penalty
     # a graded length-correlated score on an all-wrong group: std scaling turns a 0.02/char bonus into advantages > 1
     wrong = ["2*9", "ok 2*9", "ok so 2*9", "ok so hmm 2*9"]
-    a = compute_advantages("grpo", torch.tensor(proxy_reward(None, wrong, [17] * 4)), 4)
+    a = group_advantages(torch.tensor(proxy_reward(None, wrong, [17] * 4)), 4)
     assert (a.diff() > 0).all() and a[-1] > 1
-    assert compute_advantages("grpo", torch.tensor(gold_reward(None, wrong, [17] * 4)), 4).abs().max() == 0
+    assert group_advantages(torch.tensor(gold_reward(None, wrong, [17] * 4)), 4).abs().max() == 0
 
 def test_task_splits_are_held_out_by_target_and_arms_are_trainer_configs(tmp_path):
     task = make_task("judge_expr", seed=0)

@@ -9,7 +9,8 @@ from rlref.models import make_char_tokenizer, make_tiny_llama
 from rlref.rollout import sample, completion_logprobs
 from rlref.tasks import make_task
 from rlref.evaluation import greedy_completions
-from rlref.trainer import TrainConfig, Trainer
+from rlref.trainer import Trainer
+from rlref.train.config import TrainConfig
 
 torch.set_num_threads(1)
 

@@ -5,7 +5,8 @@ import copy
 from pathlib import Path
 import pytest, torch
 from rlref.core import read_jsonl
-from rlref.trainer import Trainer, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.train.checkpoints import RunInterrupted
 from rlref.advantages import group_advantages
 from rlref.methods.replay import collate_rows

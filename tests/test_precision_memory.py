@@ -9,7 +9,8 @@ import rlref.fused as FU
 from rlref.models import make_char_tokenizer, make_tiny_llama, add_lora
 from rlref.tasks import make_task
 from rlref.rollout import Rollout, completion_logprobs
-from rlref.trainer import Trainer, TrainConfig
+from rlref.trainer import Trainer
+from rlref.train.config import TrainConfig
 from rlref.train.precision import BaseReference, TensorMemory, resolve_precision
 
 BASE = dict(sft_steps=0, prompts_per_step=8, samples_per_prompt=4, lr=1e-6, warmup_steps=0, progress=False, eval_every=0, kl_every=0)

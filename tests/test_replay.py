@@ -5,7 +5,8 @@ import subprocess, sys
 from pathlib import Path
 import numpy as np, pytest, torch
 from rlref.core import read_jsonl
-from rlref.trainer import Trainer, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.train.checkpoints import RunInterrupted
 from rlref.methods.replay import Replay, ReplayConfig
 

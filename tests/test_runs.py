@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest, torch
 from rlref.core import read_jsonl
 from rlref.rundirs import RunDirError, claim_run_dir, run_lock, holds_run_lock, check_out_path
-from rlref.trainer import Trainer, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.train.checkpoints import find_checkpoint, read_manifest, RunInterrupted, preflight_run
 from rlref.cli import run_train
 

@@ -9,7 +9,8 @@ from peft import PeftModel
 from rlref.core import read_jsonl
 from rlref.rundirs import RunDirError
 from rlref.rollout import completion_logprobs
-from rlref.trainer import Trainer, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.train.checkpoints import find_checkpoint, RunInterrupted, read_manifest
 
 from rlref.warm_start import warm_start_dir

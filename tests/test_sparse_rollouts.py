@@ -2,7 +2,8 @@
 and the shadow arm's Track 2 reusing the learner's own shadow-masked logits (two forwards per micro-batch, not three)."""
 import pytest, torch
 from rlref.models import make_char_tokenizer, make_tiny_llama, save_policy
-from rlref.trainer import recipe_config, Trainer
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.kvcache import make_kv_policy
 from rlref.methods.sparse_rollouts import SparseRolloutArm, arm_config, completion_log_softmax, shadow_distill_kl, ARMS
 

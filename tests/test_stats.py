@@ -60,7 +60,8 @@ def test_mcnemar_exact_p_is_a_valid_test():
 # ---------------------------------------------------------------- the trainer's held-out evaluations
 from rlref.core import read_jsonl
 from rlref.evaluation import exact_match, greedy_completions
-from rlref.trainer import Trainer, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.train.checkpoints import RunInterrupted
 from rlref.train.report import plot_report
 

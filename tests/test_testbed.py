@@ -2,7 +2,8 @@
 import json, warnings
 import pytest, torch
 from rlref.warm_start import WARM_STARTS, warm_start_dir, dir_sha256, build_warm_start, EVAL_ROWS
-from rlref.trainer import TrainConfig, recipe_config, Trainer
+from rlref.trainer import Trainer
+from rlref.train.config import TrainConfig, recipe_config
 from rlref.models import load_policy
 
 def test_shipped_warm_starts_match_their_sha256():

@@ -3,7 +3,8 @@ parameters moving, and one clear error per bad config."""
 import json, os, signal, subprocess, sys, time
 from pathlib import Path
 import pytest, torch
-from rlref.trainer import Trainer, TrainConfig, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import TrainConfig, recipe_config
 from rlref.train.checkpoints import find_checkpoint
 
 SMALL = json.loads((Path(__file__).resolve().parent / "tiny_configs.json").read_text())["test_trainer"]  # the tiny config (shared with the seed sweep behind this file's margins)

@@ -5,7 +5,8 @@ from datasets import Dataset
 from trl.rewards import think_format_reward, get_repetition_penalty_reward
 from rlref.models import CHATML_TEMPLATE, make_chat_tokenizer, make_tiny_qwen2
 from rlref.tasks import make_dataset_task, make_task
-from rlref.trainer import Trainer, TrainConfig
+from rlref.trainer import Trainer
+from rlref.train.config import TrainConfig
 from rlref.train.rewards import completion_id_lists
 
 THINK = CHATML_TEMPLATE.replace("'<|im_start|>assistant\\n' }}",   # Qwen3's switch: an empty thinking block when enable_thinking is false

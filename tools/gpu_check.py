@@ -70,7 +70,8 @@ def peak_memory_gib() -> float:
 
 
 def run(a) -> dict:
-    from rlref.trainer import TrainConfig, Trainer
+    from rlref.trainer import Trainer
+    from rlref.train.config import TrainConfig
     from rlref.train.precision import resolve_precision
     real = a.shape == "smollm2"
     with tempfile.TemporaryDirectory() as d:

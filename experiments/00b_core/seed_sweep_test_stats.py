@@ -11,7 +11,8 @@ from pathlib import Path
 import torch
 TINY = json.loads((Path(__file__).resolve().parents[2] / "tests" / "tiny_configs.json").read_text())["test_stats"]  # tests/test_stats.py's tiny config
 def tiny(out, **kw): return recipe_config("arith-grpo", **(TINY | dict(out=None if out is None else str(out)) | kw))
-from rlref.trainer import Trainer, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 
 def first_digit(seed, n=12):
     tr = Trainer.setup(tiny(None, seed=seed, **({} if n == 12 else dict(eval_limit=n, task_kwargs=dict(n_train=200, n_test=n)))))

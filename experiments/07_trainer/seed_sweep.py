@@ -14,7 +14,9 @@ _sys.path.insert(0, str(_pathlib.Path(__file__).resolve().parents[2] / "tools"))
 import argparse, json, tempfile, time
 from pathlib import Path
 import torch
-from rlref.trainer import TrainConfig, Trainer, recipe_config, Algorithm, ALGORITHMS, register_algorithm
+from rlref.trainer import Trainer
+from rlref.algorithms import Algorithm, ALGORITHMS, register_algorithm
+from rlref.train.config import TrainConfig, recipe_config
 
 def demo(seed):
     cfg = recipe_config("arith-grpo", out=str(Path(tempfile.mkdtemp()) / "grpo"), progress=False, steps=40, eval_every=40, eval_limit=300, seed=seed)

@@ -8,7 +8,8 @@ import torch
 from sweep_runner import sweep_main
 from rlref.models import make_char_tokenizer, make_tiny_llama
 from rlref.tasks import make_task
-from rlref.trainer import Trainer, TrainConfig
+from rlref.trainer import Trainer
+from rlref.train.config import TrainConfig
 
 BASE = dict(sft_steps=0, prompts_per_step=8, samples_per_prompt=4, lr=1e-6, warmup_steps=0, progress=False, eval_every=0, kl_every=0)
 tok, task = make_char_tokenizer(), make_task("arith", seed=0, n_train=200, n_test=20)

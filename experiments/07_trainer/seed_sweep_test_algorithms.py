@@ -16,7 +16,9 @@ import torch
 SMALL = json.loads((Path(__file__).resolve().parents[2] / "tests" / "tiny_configs.json").read_text())["test_algorithms"]  # tests/test_algorithms.py's tiny config
 def _params(tr): return {n: p.detach().clone() for n, p in tr.policy.named_parameters() if p.requires_grad}
 from rlref.rollout import completion_logprobs
-from rlref.trainer import Trainer, TrainConfig, recipe_config, ALGORITHMS, Algorithm, register_algorithm
+from rlref.trainer import Trainer
+from rlref.algorithms import ALGORITHMS, Algorithm, register_algorithm
+from rlref.train.config import TrainConfig, recipe_config
 
 def _setup(seed, recipe="arith-grpo", **kw):
     torch.manual_seed(seed)

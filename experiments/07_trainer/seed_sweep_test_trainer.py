@@ -15,7 +15,8 @@ SMALL = json.loads((Path(__file__).resolve().parents[2] / "tests" / "tiny_config
 def _trained_params(trainer):
     mods = [trainer.policy] + ([trainer.critic] if trainer.critic is not None else [])
     return {f"{i}.{n}": p.detach().clone() for i, m in enumerate(mods) for n, p in m.named_parameters() if p.requires_grad}
-from rlref.trainer import Trainer, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 
 RECIPES = [("arith-grpo", {}), ("arith-dr_grpo", {}), ("arith-grpo-seqmean", {}), ("arith-grpo", dict(loss_type="bnpo", eps_high=0.28, beta=0.04)),
            ("arith-rloo", dict(kl_coef=0.01)), ("arith-reinforce_pp", {}), ("arith-ppo", dict(minibatch_size=8, kl_coef=0.01)),

@@ -29,7 +29,8 @@ def heldout_completions(tr) -> list[str]:
 
 def run(seed: int, setting: dict) -> dict:
     from rlref.real_model import smollm2_checkpoint
-    from rlref.trainer import TrainConfig, Trainer
+    from rlref.trainer import Trainer
+    from rlref.train.config import TrainConfig
     cfg = TrainConfig(model=str(smollm2_checkpoint()), task="word_problems", task_kwargs=dict(n_train=400, n_test=100),
                       task_seed=0, seed=seed, progress=False, **setting)
     tr = Trainer.setup(cfg)

@@ -24,7 +24,8 @@ from rlref.rollout import sample, completion_logprobs
 from rlref.kvcache import make_kv_policy
 from rlref.losses import importance_weights
 from rlref.warm_start import warm_start_dir, TESTBED_TASK
-from rlref.trainer import recipe_config, Trainer
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.methods.sparse_rollouts import ratio_factors, mismatch_stats, SparseRolloutArm, arm_config
 
 TEMP, POLICIES, KW = 0.7, ["sink", "h2o", "snapkv"], dict(sink={}, h2o={}, snapkv=dict(window=2))

@@ -22,7 +22,8 @@ STEP_KEYS = ("reward_mean", "xi_kl", "xi_ess", "kv_ratio", "rejected_frac", "cli
 def run(arm: str, budget, seed: int) -> dict:
     import torch; torch.set_num_threads(1)
     from rlref.core import wilson_interval
-    from rlref.trainer import recipe_config, Trainer
+    from rlref.trainer import Trainer
+    from rlref.train.config import recipe_config
     from rlref.kvcache import make_kv_policy, compressed_exact_match
     from rlref.methods.sparse_rollouts import SparseRolloutArm, arm_config
     base, lam = (arm, 0.1) if arm != "shadow_lam0" else ("shadow", 0.0)   # shadow_lam0: SMD's Track 1 alone (no distillation term)

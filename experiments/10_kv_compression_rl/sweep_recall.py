@@ -52,7 +52,8 @@ def build(job):
 def work(job):
     import torch; torch.set_num_threads(1)
     from rlref.core import mcnemar, wilson_interval
-    from rlref.trainer import recipe_config, Trainer
+    from rlref.trainer import Trainer
+    from rlref.train.config import recipe_config
     seed, over, cache = job
     w = WARM | {k: v for k, v in over.items() if k in WARM}
     rl = RL | {k: v for k, v in over.items() if k not in WARM}

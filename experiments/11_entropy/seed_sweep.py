@@ -13,7 +13,8 @@ The settings are rlref.methods.entropy.MODE_CHECK (lr 5e-4, 32 prompts x 8, 16 s
 """
 import argparse, json, time
 import torch
-from rlref.trainer import Trainer, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.methods.entropy import mode_directions, MODE_CHECK
 
 def forced_modes(seed: int, **over) -> dict: return mode_directions(seed, **over)   # the chapter's function, one definition

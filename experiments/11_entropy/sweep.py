@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from sweep_runner import parse_overrides, run_key
-from rlref.trainer import Trainer, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.methods.entropy import (EntropyMeter, Entrocraft, EntrocraftReleased, ClipCov, KLCov, paper_band, rollout_entropy,
                                    pass_at_k_curve)
 

@@ -20,7 +20,8 @@ import copy
 import torch
 from rlref.core import seed_everything
 from rlref.models import encode_pairs, sft_loss
-from rlref.trainer import recipe_config, Trainer
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.methods.rank1 import weight_deltas, apply_update, projection_frame, energy_share, recovery_ratio, Rank1Substitution, CheckpointRecorder
 
 SHORT_STEPS = 20

@@ -23,7 +23,8 @@ import torch
 from rlref.core import seed_everything
 from rlref.models import sft_warm_start
 from rlref.evaluation import greedy_completions
-from rlref.trainer import recipe_config, Trainer
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.methods.rank1 import (weight_deltas, apply_update, linear_weights, layer_type, energy_share, tail_exponent,
                                  top_vector_alignment, extrapolate_rank1, CheckpointRecorder, Rank1Substitution)
 

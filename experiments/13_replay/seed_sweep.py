@@ -13,7 +13,8 @@ import sys as _sys, pathlib as _pathlib
 _sys.path.insert(0, str(_pathlib.Path(__file__).resolve().parents[2] / "tools"))  # the shared sweep runner
 import numpy as np
 from sweep_runner import sweep_main
-from rlref.trainer import recipe_config, Trainer
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.methods.replay import Replay, ReplayConfig
 
 def small(seed, steps=6):

@@ -45,7 +45,8 @@ ORDER_200 = ([(a, s) for a in HEAD for s in FIVE] + [(a, s) for a in LR_FAMILY f
 LOG_200 = LOG.with_name("sweep_200.jsonl")
 
 def testbed_arm(arm: str, seed: int) -> dict:
-    from rlref.trainer import recipe_config, Trainer
+    from rlref.trainer import Trainer
+    from rlref.train.config import recipe_config
     from rlref.methods.replay import Replay, ReplayConfig, sequence_ess
     rkw, over = ARMS[arm]
     cfg = recipe_config("testbed", seed=seed, steps=STEPS, prompts_per_step=PPS, samples_per_prompt=G, eval_every=25, progress=False,
@@ -80,7 +81,8 @@ def testbed_arm(arm: str, seed: int) -> dict:
     return out
 
 def grid_onpolicy(seed: int) -> dict:
-    from rlref.trainer import recipe_config, Trainer
+    from rlref.trainer import Trainer
+    from rlref.train.config import recipe_config
     from rlref.models import save_policy
     from rlref.methods.replay import register_grid_task
     register_grid_task()

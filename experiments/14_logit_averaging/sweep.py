@@ -15,7 +15,8 @@ import copy, json, sys, time
 from pathlib import Path
 import torch
 from sweep_runner import run_pending, sweep_parser, parse_sweep_args
-from rlref.trainer import Trainer, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.warm_start import TESTBED_TASK
 from rlref.methods.logit_averaging import format_warm_start, logit_averaging_trainer, format_eval, drift_metrics, halves
 

@@ -41,7 +41,8 @@ ORDER = ([(0.2, a, s) for s in range(5) for a in MAIN] + [(0.2, a, s) for seeds 
          + [(0.0, a, s) for seeds in ((0, 1, 2), (3, 4)) for s in seeds for a in MAIN] + [(0.2, a, s) for s in range(5) for a in HALF_LR])
 
 def run(flip: float, arm: str, seed: int, steps: int | None = None) -> dict:
-    from rlref.trainer import recipe_config, Trainer
+    from rlref.trainer import Trainer
+    from rlref.train.config import recipe_config
     from rlref.methods.pipo import PIPO as Plugin, PIPOConfig, FlipRewards
     pkw, n = ARMS[arm]; n = steps or n
     cfg = recipe_config("testbed", seed=seed, steps=n, eval_every=0, kl_every=0, eval_limit=EVAL_N, progress=False, checkpoint_every=0,

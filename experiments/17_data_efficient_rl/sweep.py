@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from sweep_runner import run_pending, sweep_parser, parse_sweep_args
-from rlref.trainer import Trainer, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 from rlref.train.checkpoints import TrainingStopped
 from rlref.warm_start import build_warm_start
 from rlref.rewards import parse_int

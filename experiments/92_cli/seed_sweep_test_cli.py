@@ -11,7 +11,8 @@ import argparse, json, sys, time
 from pathlib import Path
 import torch
 TINY = json.loads((Path(__file__).resolve().parents[2] / "tests" / "tiny_configs.json").read_text())["test_cli"]  # tests/test_cli.py's tiny recipe
-from rlref.trainer import Trainer, recipe_config
+from rlref.trainer import Trainer
+from rlref.train.config import recipe_config
 
 def flat(seed, extra_rollouts=20):
     cfg = recipe_config("arith-grpo", **(TINY | dict(dynamic_sampling=True, max_refill_rounds=1, format_weight=0.0, steps=2, seed=seed, progress=False)))

@@ -324,7 +324,7 @@ def mode_directions(seed: int = 0,  # the testbed seed (its warm start arith2-s{
                     **overrides,  # TrainConfig fields over MODE_CHECK
                    ) -> dict:
     "Rollout entropy per step of GRPO, RAFT++-only and NSR-only (EntrocraftReleased with a band far below / above) from a testbed warm start."
-    from rlref.trainer import recipe_config
+    from rlref.train.config import recipe_config
     base = MODE_CHECK | overrides
     tr0 = Trainer.setup(recipe_config("testbed", seed=seed, **base))
     H0 = sum(rollout_entropy(tr0.policy, tr0.rollout(), tr0.cfg.temperature) for _ in range(2)) / 2

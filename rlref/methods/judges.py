@@ -274,7 +274,7 @@ def make_reward(name: str,  # "proxy", "strict" (= and_p0.1), "single" (= single
 
 def arm_config(reward: str, algo: str, seed: int, model, **overrides):
     "The TrainConfig of one arm: the testbed recipe on the judge task from `model` (a warm start directory), reward design `reward`, `algo` in ALGOS."
-    from rlref.trainer import recipe_config
+    from rlref.train.config import recipe_config
     if algo not in ALGOS: raise ValueError(f"algo must be one of {sorted(ALGOS)}, got {algo!r}")
     kw = dict(warm_start=None, model=str(model), task="judge_expr", task_kwargs={}, reward_funcs=[make_reward(reward, seed, model)], eval_every=0, kl_every=0,
               progress=False, checkpoint_every=0, temperature=1.0, steps=40, prompts_per_step=32, samples_per_prompt=8, lr=3e-4)

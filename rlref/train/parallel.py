@@ -14,6 +14,7 @@ from ..rundirs import RunDirError
 from ..rollout import Rollout, completion_logprobs
 from ..losses import zero_std_group_fraction
 from .rewards import reward_func_metrics, concat_rollouts
+from ..algorithms import ALGORITHMS, get_algorithm
 
 
 # %% auto #0
@@ -35,19 +36,19 @@ def data_parallel_accelerator(accelerator=None):
 def check_data_parallel(cfg,  # a TrainConfig
                         world_size: int, distributed_type: str = "MULTI_CPU"):
     "Raise one ValueError, naming the field, for a config that `world_size` data-parallel processes cannot run as one process would."
-    from rlref.trainer import ALGORITHMS, LOCAL_ADVANTAGE_ALGORITHMS   # the algorithm registry (chapter 07)
     if world_size == 1: return
     if not distributed_type.startswith("MULTI_"):
         raise ValueError(f"rlref trains data-parallel as DDP (accelerate's MULTI_GPU / MULTI_CPU), got distributed_type {distributed_type}: under "
                          "DeepSpeed or FSDP the sampler would need gathered weights and a checkpoint would hold one rank's optimizer shard")
-    unit = 2 if ALGORITHMS[cfg.algorithm].pairs else 1
+    unit = 2 if get_algorithm(cfg.algorithm).pairs else 1
     if cfg.prompts_per_step % world_size:
         raise ValueError(f"prompts_per_step must be a multiple of the {world_size} processes (each samples whole groups of an equal share), got {cfg.prompts_per_step}")
     if cfg.minibatch_size and cfg.minibatch_size % (world_size * unit):
         raise ValueError(f"minibatch_size must be a multiple of {world_size * unit} on {world_size} processes (each takes an equal share), got {cfg.minibatch_size}")
-    if cfg.algorithm not in LOCAL_ADVANTAGE_ALGORITHMS:
+    if not get_algorithm(cfg.algorithm).local_advantages:
+        local = sorted(n for n, a in ALGORITHMS.items() if a.local_advantages)
         raise ValueError(f"algorithm {cfg.algorithm!r} is not known to compute advantages within each group (PPO and REINFORCE++ whiten over the whole "
-                         f"batch); on several processes use one of {sorted(LOCAL_ADVANTAGE_ALGORITHMS)} (or add a group-local one to LOCAL_ADVANTAGE_ALGORITHMS)")
+                         f"batch); on several processes use one of {local} (or declare a group-local one with Algorithm(local_advantages=True))")
     if cfg.algorithm == "grpo" and cfg.scale_rewards == "batch":
         raise ValueError("scale_rewards must be 'group' or 'none' on several processes ('batch' divides by the std of the whole batch), got 'batch'")
     for k in ("dynamic_sampling", "overlong_filter"):
