@@ -153,7 +153,7 @@ def evaluate(self: Trainer, per_prompt: bool = False,  # return which prompts we
                                         return_ids=True) if len(ds) else ([], [])
     cols = {c: list(ds[c]) for c in ds.column_names if c != "prompt"}
     rewards = self.correctness(**self.reward_kwargs(list(ds["prompt"]), comps, ids, cols)) if len(ds) else []
-    hits = torch.tensor([r >= 1.0 for r in rewards], dtype=torch.bool)  # (N,) the same rule as rlref.tasks.exact_match
+    hits = torch.tensor([r >= 1.0 for r in rewards], dtype=torch.bool)  # (N,) the same rule as rlref.evaluation.exact_match
     if self.world_size > 1: hits = self._gather_hits(hits, n)           # (n,) every rank's hits, in order
     return hits if per_prompt else int(hits.sum()) / len(hits)
 

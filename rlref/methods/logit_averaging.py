@@ -42,7 +42,7 @@ def mix_logits(z_theta: torch.Tensor,  # (..., V) logits of the trainable policy
 
 # %% ../../nbs/14_logit_averaging.ipynb #cc379c65
 class LayerOffsetCache:
-    "A view of one rlref.rollout.SlotKVCache in which layer i of a half is layer i + offset of the shared cache."
+    "A view of one rlref.fused.SlotKVCache in which layer i of a half is layer i + offset of the shared cache."
     def __init__(self, cache, offset: int): self.cache, self.offset = cache, offset
     def update(self, key_states, value_states, layer_idx, *args, **kwargs):
         return self.cache.update(key_states, value_states, layer_idx + self.offset, *args, **kwargs)
@@ -115,7 +115,7 @@ class LogitAveragedPolicy(nn.Module):
         return CausalLMOutput(logits=self.mix(*outs))
 
     def fused_parts(self):
-        "What rlref.rollout.decoder_parts returns for this policy: a MixtureParts when both halves allow the fused forward, else None (the HF path)."
+        "What rlref.fused.decoder_parts returns for this policy: a MixtureParts when both halves allow the fused forward, else None (the HF path)."
         parts = [decoder_parts(m) for m in (self.theta, self.ref)]
         return None if None in parts else MixtureParts(self, *parts)
 

@@ -30,7 +30,7 @@ class TrainConfig:
     task: str = "arith"                  # task name (rlref.tasks.TASKS)
     task_kwargs: dict = field(default_factory=dict)  # passed to make_task (e.g. n_digits, n_train)
     task_seed: int | None = None  # seed of the task's train/test split (None = seed); fix it when several RL seeds share one warm start
-    reward_funcs: list | None = None  # TRL-style reward functions (rlref.tasks.REWARD_FUNCS names, 'module:function' strings; callables only without out); None = the task's correctness + format_weight * format
+    reward_funcs: list | None = None  # TRL-style reward functions (rlref.rewards.REWARD_FUNCS names, 'module:function' strings; callables only without out); None = the task's correctness + format_weight * format
     reward_weights: list[float] | None = None  # one finite weight per reward function (None = all 1.0): a weighted sum
     model: str | None = None             # HF checkpoint path/name; None = fresh tiny model + SFT warm start
     warm_start: str | None = None  # a shipped warm start (rlref.warm_start.WARM_STARTS): this seed's checkpoint, checked by SHA-256 (instead of model / SFT)
@@ -137,7 +137,7 @@ class TrainConfig:
             if self.format_weight: raise ValueError("set format_weight or reward_funcs, not both: with reward_funcs the reward is their weighted sum (add 'format' with a weight)")
             named = [f for f in self.reward_funcs if not isinstance(f, str)]
             if self.out is not None and named: raise ValueError(f"reward_funcs[{self.reward_funcs.index(named[0])}] is a callable, which cannot be written to config.json "
-                                                                "(a run with out must resume by name): register it in rlref.tasks.REWARD_FUNCS or pass 'module:function'")
+                                                                "(a run with out must resume by name): register it in rlref.rewards.REWARD_FUNCS or pass 'module:function'")
         need(isinstance(self.task_kwargs, dict), "task_kwargs", "a dict")
         check_json_size(self.task_kwargs, "task_kwargs")                # before anything compares or serialises it
         if self.out is not None:

@@ -77,7 +77,7 @@ def _precision_and_memory(self: Precision):
     self.checkpointed_layers = enable_checkpointing(self.policy) if cfg.gradient_checkpointing else 0
     self.auto_memory = auto_memory(self.policy)                    # what micro_batch_size / logprob_chunk_rows = "auto" mean here
     if cfg.fused and decoder_parts(self.policy) is None:
-        raise ValueError(f"fused=True needs a Llama-family policy that rlref's fused forward covers (rlref.rollout.decoder_parts), "
+        raise ValueError(f"fused=True needs a Llama-family policy that rlref's fused forward covers (rlref.fused.decoder_parts), "
                          f"got {type(self.policy).__name__}; use fused=None or False")
 
 @patch
