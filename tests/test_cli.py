@@ -145,8 +145,8 @@ def test_ctrl_c_is_one_line_exit_130_and_resume_is_exact(tmp_path):
     # the interrupted process slows down after its 7th step (a sleep, no change to what it computes), so Ctrl-C lands mid-run
     # however fast or loaded the machine is; without it a fast run could finish all 40 steps before the signal arrives
     # it also restores Python's Ctrl-C handler: a shell starts background jobs (CI under nohup ... &) with SIGINT ignored
-    slow = CLI[:2] + [CLI[2].replace("; from rlref.cli", "; import time, signal; signal.signal(signal.SIGINT, signal.default_int_handler); _s = t.Trainer.train_step; "
-                                     "t.Trainer.train_step = lambda self: (_s(self), time.sleep(0.5 if self.step >= 7 else 0))[0]; from rlref.cli")]
+    slow = CLI[:2] + [CLI[2].replace("; from rlref.cli", "; import time, signal; signal.signal(signal.SIGINT, signal.default_int_handler); import rlref.trainer as tr; _s = tr.Trainer.train_step; "
+                                     "tr.Trainer.train_step = lambda self: (_s(self), time.sleep(0.5 if self.step >= 7 else 0))[0]; from rlref.cli")]
     p = subprocess.Popen(slow + args + ["--out", str(cut)], stderr=subprocess.PIPE, text=True)
     m, deadline = cut / "metrics.jsonl", time.time() + 300
     while time.time() < deadline and not (m.exists() and len(m.read_text().splitlines()) >= 7): time.sleep(0.01)

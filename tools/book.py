@@ -84,6 +84,17 @@ def collapse_solutions(nb: dict) -> dict:
             if "hide-input" not in tags: tags.append("hide-input")
     return nb
 
+LINK = re.compile(r"\]\(([0-9][0-9a-z_]*)\.ipynb(#[^)]*)?\)")
+
+def link_outside(nb: dict, built: set, repo: str, branch: str) -> dict:
+    "Point markdown links to a chapter left out of this build (`--only`) at that notebook on GitHub, not a dead page."
+    def fix(m):
+        if m.group(1) in built: return m.group(0)
+        return f"]({repo}/blob/{branch}/nbs/{m.group(1)}.ipynb{m.group(2) or ''})"
+    for c in nb["cells"]:
+        if c["cell_type"] == "markdown": c["source"] = LINK.sub(fix, "".join(c["source"]))
+    return nb
+
 def settings() -> configparser.SectionProxy:
     cfg = configparser.ConfigParser(delimiters=["="]); cfg.read(ROOT / "settings.ini", encoding="utf-8")
     return cfg["DEFAULT"]
@@ -147,9 +158,11 @@ def prepare(src: Path, nbs: Path = ROOT / "nbs", only=None, times: Path = RUN_TI
     cfg, rows, parts = settings(), run_times(times), chapters(nbs, only)
     if src.exists(): shutil.rmtree(src)
     src.mkdir(parents=True)
+    repo, built = cfg["git_url"].rstrip("/"), {s for stems in parts.values() for s in stems}
     for stems in parts.values():
         for stem in stems:
             nb = collapse_solutions(strip_directives(json.loads((nbs / f"{stem}.ipynb").read_text(encoding="utf-8"))))
+            nb = link_outside(nb, built, repo, cfg.get("branch", "main"))
             first = next((i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "markdown" and c["source"].lstrip().startswith("# ")), None)
             if first is None: raise ValueError(f"{stem}.ipynb: a chapter starts with a markdown cell '# Title'")
             nb["cells"].insert(first + 1, header_cell(stem, cfg, rows))
@@ -163,8 +176,8 @@ def prepare(src: Path, nbs: Path = ROOT / "nbs", only=None, times: Path = RUN_TI
     else:
         nb = {"cells": [{"cell_type": "markdown", "id": "title", "metadata": {}, "source": f"# {cfg['title']}\n{cfg['description']}"}]
               + toc_cells(parts), "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    nb = link_outside(nb, built, repo, cfg.get("branch", "main"))
     (src / "index.ipynb").write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
-    repo = cfg["git_url"].rstrip("/")
     (src / "conf.py").write_text(CONF.format(title=cfg["title"], author=cfg["author"], copyright=cfg["copyright"],
                                              repo=repo, branch=cfg.get("branch", "main")))
     return parts

@@ -166,7 +166,8 @@ def main(argv=None) -> int:
         kept = [r for r in rec["runs"] if (r["name"], json.dumps(r["environment"], sort_keys=True)) not in new
                 and not (r["name"] in {m["name"] for m in results} and same_environment(r["environment"], env))]
         order = {r["name"]: i for i, r in enumerate(all_runs(recipe_names()))}
-        allruns = sorted(kept + results, key=lambda r: (order.get(r["name"], len(order)), r["environment"]["cpu_model"]))
+        where = lambda r: (order.get(r["name"], len(order)), r["environment"]["cpu_model"])  # noqa: E731
+        allruns = sorted(kept + results, key=where)
         RECORD.write_text(json.dumps(dict(time_keys=sorted(TIME_KEYS), runs=allruns), indent=1) + "\n")
         print(f"wrote {len(allruns)} runs to {RECORD.relative_to(ROOT)}")
         return 0
