@@ -50,17 +50,17 @@ class LossContext:
     logprobs: torch.Tensor          # (b, C) learner log-probs, differentiable
     entropy: torch.Tensor | None    # (b, C) learner token entropies, differentiable
     old_logprobs: torch.Tensor  # (b, C) log pi_old; logprobs.detach() when the rollout is used once, on-policy (ratio = 1)
-    minibatch_tokens: int           # completion tokens of the whole minibatch
+    minibatch_tokens: int           # loss tokens of the whole minibatch (Rollout.loss_tokens: completion tokens by default)
     n_micro: float  # minibatch rows / micro-batch rows: this micro-batch holds 1/n_micro of the minibatch's rows
     def __getitem__(self, k): return getattr(self, k)
     @property
     def row_share(self) -> float: return 1.0 / self.n_micro
     @property
-    def token_share(self) -> float: return float(self.mb.completion_mask.sum()) / max(self.minibatch_tokens, 1)
+    def token_share(self) -> float: return float(self.mb.loss_tokens.sum()) / max(self.minibatch_tokens, 1)
 
     def aggregate(self, per_token: torch.Tensor, loss_type: str, max_len: int | None = None) -> torch.Tensor:
         "This micro-batch's exact share of the minibatch aggregate of a (b, C) per-token loss."
-        m = self.mb.completion_mask
+        m = self.mb.loss_tokens
         if loss_type in ("dapo", "bnpo"):   # the minibatch's token mean
             return masked_normalize(per_token, m, max(self.minibatch_tokens, 1))
         return aggregate_loss(per_token, m, loss_type, max_len) * self.row_share
@@ -143,7 +143,7 @@ def policy_gradient_loss(trainer, ctx: LossContext, advantages: torch.Tensor | N
     cfg, mb = trainer.cfg, ctx.mb
     ref_lp = trainer.logprobs(trainer.ref, mb) if cfg.beta else None
     token_level = cfg.loss_type in ("dapo", "bnpo")      # token means over the minibatch: divide by its token count
-    loss, info = grpo_loss(ctx.logprobs, ctx.old_logprobs, mb.advantages if advantages is None else advantages, mb.completion_mask,
+    loss, info = grpo_loss(ctx.logprobs, ctx.old_logprobs, mb.advantages if advantages is None else advantages, mb.loss_tokens,
                            loss_type="dapo" if token_level else cfg.loss_type, eps_low=cfg.eps_low, eps_high=cfg.eps_high,
                            beta=cfg.beta, ref_logprobs=ref_lp, max_len=trainer.max_new_tokens,
                            num_items_in_batch=ctx.minibatch_tokens if token_level else None, dual_clip=cfg.dual_clip,

@@ -34,8 +34,13 @@ class Rollout:
     rewards: torch.Tensor | None = None
     advantages: torch.Tensor | None = None
     extras: dict = field(default_factory=dict)
+    loss_mask: torch.Tensor | None = None  # (B, C) the tokens the loss averages over; None = completion_mask
 
     def __len__(self): return self.prompt_ids.shape[0]
+    @property
+    def loss_tokens(self) -> torch.Tensor:
+        "(B, C) the tokens that count in the loss and its denominator: `loss_mask`, else every completion token."
+        return self.completion_mask if self.loss_mask is None else self.loss_mask
     @property
     def input_ids(self): return torch.cat([self.prompt_ids, self.completion_ids], 1)  # (B, P+C)
     @property

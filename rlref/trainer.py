@@ -295,6 +295,7 @@ def train_step(self: Trainer) -> dict:
         isc = importance_weights(r.extras["old_logprobs"], r.sampler_logprobs, r.completion_mask, cfg.is_correction,
                                  clip_max=cfg.is_clip, clip_min=cfg.is_clip_min, veto=cfg.is_veto)
         r.extras["is_weights"] = isc.weights * isc.mask
+        if cfg.is_masked_tokens == "drop": r.loss_mask = r.completion_mask * isc.mask   # masked tokens leave the denominator too
         raw |= dict(is_frac_masked=float(isc.frac_masked), is_ess=float(isc.ess), sampler_kl=float(isc.kl))
     r = self._run_hooks("before_update", r)
     logs = self._update(r) if len(r) else {}
@@ -312,7 +313,7 @@ def train_step(self: Trainer) -> dict:
 @patch
 def _accumulate(self: Trainer, r: Rollout, rows: torch.Tensor, micro: int) -> dict:
     "Forward and backward over rows `rows` of `r` in micro-batches of `micro` rows (gradients add up in .grad); `loss` is the minibatch's, however it is split."
-    n_tok = int(r.completion_mask[rows.to(r.completion_mask.device)].sum())
+    n_tok = int(r.loss_tokens[rows.to(r.completion_mask.device)].sum())    # the minibatch's denominator of a token mean
     if self.world_size > 1: n_tok = self._global_tokens(n_tok)              # every rank's tokens / world size (DDP averages the gradients)
     out, chunks = {"loss": 0.0}, rows.split(micro)
     for i, ids in enumerate(chunks):

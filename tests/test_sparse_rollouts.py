@@ -50,3 +50,19 @@ def test_shadow_track2_reuses_the_learner_logits(model_dir):
     (n1, mb1, d1, re1), (n0, mb0, _, _) = run(0.1), run(0.0)
     assert mb1 == mb0 >= 1 and n1 - n0 == mb1                        # Track 2 adds one (dense) forward per micro-batch
     assert d1 == pytest.approx(re1[-1], abs=1e-6)                    # and equals the three-forward value
+
+def test_mis_drop_takes_the_masked_tokens_out_of_the_denominator():
+    # the testbed's warm start (rewards that vary within groups) sampled through SnapKV at 7 tokens; same seed, same rollout,
+    # same weights: with the masked tokens dropped, the step's token mean divides by the kept tokens only, so its loss is
+    # the kept one scaled by 1 / (1 - masked fraction) (on-policy, one optimizer step over the whole rollout)
+    assert arm_config("mis_drop") == arm_config("mis") | dict(is_masked_tokens="drop")
+    def step(arm):
+        cfg = recipe_config("testbed", seed=0, eval_every=0, checkpoint_every=0, progress=False, steps=1,
+                            prompts_per_step=16, samples_per_prompt=4, lr=1e-4, warmup_steps=0, **arm_config(arm))
+        tr = Trainer.setup(cfg)
+        tr.kv_policy = make_kv_policy("snapkv", 7, window=2)
+        return tr.train_step()
+    keep, drop = step("mis"), step("mis_drop")
+    frac = keep["is_frac_masked"]
+    assert drop["is_frac_masked"] == frac and 0.05 < frac < 0.95     # the compressed sampler's xi leaves the band often
+    assert keep["loss"] != 0 and drop["loss"] == pytest.approx(keep["loss"] / (1 - frac), rel=1e-4)

@@ -8,7 +8,8 @@ Per run: `recipe_config("testbed", seed=s)` with RL below (GRPO, 64 prompts x 8 
 `SparseRolloutArm(arm, make_kv_policy(POLICY, budget, **POLICY_KW))` attached (arm `shadow_lam0`: the shadow arm with λ = 0), and the dense held-out curve every 20 steps on
 the testbed's 500 held-out prompts. Recorded: the curve, per-prompt hits (dense and compressed greedy evaluation) of the warm
 start and of the final model (for McNemar between arms on the same prompts), the per-step training reward, xi's KL/ESS,
-rejected fraction, clip fraction, first-minibatch |log ratio|, measured KV ratio, and CPU seconds.
+rejected fraction, clip fraction, first-minibatch |log ratio|, measured KV ratio, the fraction of tokens the IS correction masked
+(is_frac_masked; runs before the MIS denominator arms have no such key), and CPU seconds.
 """
 import argparse, json, os, time
 from pathlib import Path
@@ -17,7 +18,7 @@ LOG = Path(__file__).resolve().parent / "sweep.jsonl"
 POLICY, POLICY_KW = "snapkv", dict(window=2)     # SnapKV with a 2-token observation window (the testbed's prompts are 7 tokens)
 EVAL_BUDGETS = (7, 6)                             # compressed evaluation budgets (tokens)
 RL = dict(lr=2e-4, steps=100, eval_every=20, warmup_steps=10)
-STEP_KEYS = ("reward_mean", "xi_kl", "xi_ess", "kv_ratio", "rejected_frac", "clip_frac", "first_log_ratio_max", "distill_loss", "entropy")
+STEP_KEYS = ("reward_mean", "xi_kl", "xi_ess", "kv_ratio", "rejected_frac", "clip_frac", "first_log_ratio_max", "distill_loss", "entropy", "is_frac_masked")
 
 def run(arm: str, budget, seed: int) -> dict:
     import torch; torch.set_num_threads(1)
@@ -58,7 +59,7 @@ def done() -> set:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--arms", nargs="+", default=["dense", "naive", "naive_sp", "tis", "mis", "mis_upper", "sparse_rl", "shadow"])
+    ap.add_argument("--arms", nargs="+", default=["dense", "naive", "naive_sp", "tis", "mis", "mis_upper", "mis_drop", "mis_upper_drop", "sparse_rl", "shadow"])
     ap.add_argument("--budgets", type=int, nargs="+", default=list(EVAL_BUDGETS))
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     a = ap.parse_args()

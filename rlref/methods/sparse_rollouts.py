@@ -85,17 +85,18 @@ def shadow_distill_kl(dense_logp: torch.Tensor,  # (B, C, V) dense log-probs, di
     return masked_mean(kl, mask.to(kl.dtype))
 
 # %% ../../nbs/10_kv_compression_rl.ipynb #9a8e1562
-ARMS = ("dense", "naive", "naive_sp", "tis", "mis", "mis_upper", "sparse_rl", "shadow")
+ARMS = ("dense", "naive", "naive_sp", "tis", "mis", "mis_upper", "mis_drop", "mis_upper_drop", "sparse_rl", "shadow")
 
 def arm_config(arm: str,  # one of ARMS
                is_clip: float = 2.0,  # C of TIS / MIS: the upper end of MIS's band
                is_clip_min: float = 0.5,  # the lower end of MIS's two-sided band [is_clip_min, is_clip]
               ) -> dict:
-    "The TrainConfig overrides an arm needs (TIS and MIS live in the trainer's config)."
+    "The TrainConfig overrides an arm needs (TIS and MIS live in the trainer's config; `_drop`: masked tokens leave the denominator)."
     if arm not in ARMS: raise ValueError(f"unknown arm {arm!r}; choose one of {ARMS}")
-    return dict(tis=dict(is_correction="tis", is_clip=is_clip),
-                mis=dict(is_correction="token_mis", is_clip=is_clip, is_clip_min=is_clip_min),
-                mis_upper=dict(is_correction="token_mis", is_clip=is_clip, is_clip_min=None)).get(arm, {})
+    mis, upper = dict(is_correction="token_mis", is_clip=is_clip, is_clip_min=is_clip_min), dict(is_correction="token_mis", is_clip=is_clip)
+    return dict(tis=dict(is_correction="tis", is_clip=is_clip), mis=mis, mis_upper=upper | dict(is_clip_min=None),
+                mis_drop=mis | dict(is_masked_tokens="drop"),
+                mis_upper_drop=upper | dict(is_clip_min=None, is_masked_tokens="drop")).get(arm, {})
 
 
 # %% ../../nbs/10_kv_compression_rl.ipynb #e2b94356

@@ -77,6 +77,7 @@ class TrainConfig:
     is_clip: float = 2.0                 # threshold C of the IS correction
     is_clip_min: float | None = None     # *_mis modes: also mask weights below this (None = no lower bound)
     is_veto: float | None = None  # mask a whole sequence if any token weight is below this, e.g. 1e-4 (None = off)
+    is_masked_tokens: str = "keep"  # tokens the IS correction masks: "keep" them in the loss's denominator (TRL) or "drop" them
     # -- batch
     prompts_per_step: int = 64           # distinct prompts per rollout
     samples_per_prompt: int = 8          # completions per prompt (group size G)
@@ -155,6 +156,7 @@ class TrainConfig:
                                  f"got task {self.task!r} with task_kwargs={self.task_kwargs}")
         if self.builds_warm_start: choose("size", sorted(MODEL_PRESETS), "model preset")
         choose("lr_schedule", LR_SCHEDULES); choose("is_correction", IS_MODES)
+        choose("is_masked_tokens", ("keep", "drop"))
         if self.loss_type is not None: choose("loss_type", AGGREGATION_MODES)
         need(isinstance(self.task_kwargs, dict), "task_kwargs", "a dict")
         need(self.chat_template is None or isinstance(self.chat_template, bool), "chat_template", "True, False or None (= when the tokenizer has one)")
@@ -302,6 +304,7 @@ TRL_EQUIVALENTS = [  # (rlref TrainConfig, TRL GRPOConfig or GRPOTrainer argumen
     ("`dynamic_sampling`, `max_refill_rounds`", "-", "DAPO's filter and refill; no GRPOConfig field"),
     ("`is_correction`, `is_clip`, `is_clip_min`", "`vllm_importance_sampling_mode`, `vllm_importance_sampling_clip_max`, `vllm_importance_sampling_clip_min`",
      "TRL corrects only vLLM's sampler; compare the modes' definitions (06_losses) before relying on one name for the other"),
+    ("`is_masked_tokens`", "-", "TRL keeps masked tokens in the mean's denominator (rlref's 'keep'); 'drop' removes them from it"),
     ("`lr`", "`learning_rate`", "defaults differ"),
     ("`warmup_steps`", "`warmup_steps`", "optimizer steps on both sides"),
     ("`lr_schedule`", "`lr_scheduler_type`", "rlref's constant is TRL's constant_with_warmup"),
