@@ -25,7 +25,8 @@ import numpy as np, torch
 
 LOG = Path(__file__).resolve().parent / "sweep.jsonl"
 STEPS, PPS, G = 100, 64, 8
-REPLAY = dict(capacity=4096, batch_size=128, updates=2, min_size=256, advantage="stored", alpha=0.6, beta0=0.4, beta_steps=STEPS)
+REPLAY = dict(capacity=4096, batch_size=128, updates=2, min_size=256, advantage="stored", alpha=0.6, beta0=0.4, beta_steps=STEPS,
+              is_normalize="buffer")   # the runs before the batch normaliser; the -bw arms divide by the batch's largest weight
 ARMS = {"on-policy": (None, {}), "on-policy-2ep": (None, dict(num_iterations=2)), "uniform": (dict(mode="uniform"), {}),
         "PER": (dict(mode="per", tau=None), {})} | {f"fresh-tau{t}": (dict(mode="fresh", tau=float(t)), {}) for t in (1, 2, 4, 8)}
 HEAD = ("on-policy", "fresh-tau2", "PER", "uniform")            # the headline arms, each on seeds 0-2, first
@@ -34,6 +35,9 @@ ARMS["fresh-tau2-lr1e-4"] = (dict(mode="fresh", tau=2.0), dict(lr=1e-4))   # 3 o
 ARMS["on-policy-lr1e-4"] = (None, dict(lr=1e-4))                        # the on-policy arm at that lr
 for name, (rkw_, _) in [("PER", ARMS["PER"]), ("uniform", ARMS["uniform"])] + [(f"fresh-tau{t}", ARMS[f"fresh-tau{t}"]) for t in (1, 4, 8)]:
     ARMS[f"{name}-lr1e-4"] = (rkw_, dict(lr=1e-4))                   # the replay arms at the lr where their extra steps do not destabilise
+for name in ("PER", "fresh-tau2"):                                     # IS weights / the batch's largest (is_normalize="batch")
+    ARMS[f"{name}-bw-lr1e-4"] = (ARMS[name][0] | dict(is_normalize="batch"), dict(lr=1e-4))   # at the lr where P1 is decided
+BW = ("PER-bw-lr1e-4", "fresh-tau2-bw-lr1e-4")
 CONTROLS, TAU_SWEEP = SWEEP[:2] + ("on-policy-lr1e-4",), SWEEP[2:]
 ORDER = ([(a, s) for a in HEAD for s in (0, 1, 2)] + [(a, s) for a in CONTROLS for s in (0, 1, 2)] + [(a, 0) for a in TAU_SWEEP]
          + [(a, s) for s in (1, 2) for a in TAU_SWEEP] + [("grid-onpolicy", 0)] + [(a, s) for s in (3, 4) for a in HEAD + SWEEP]
@@ -41,7 +45,8 @@ ORDER = ([(a, s) for a in HEAD for s in (0, 1, 2)] + [(a, s) for a in CONTROLS f
 FIVE = (0, 1, 2, 3, 4)
 LR_FAMILY = ("on-policy-lr1e-4", "fresh-tau2-lr1e-4", "PER-lr1e-4", "uniform-lr1e-4")
 ORDER_200 = ([(a, s) for a in HEAD for s in FIVE] + [(a, s) for a in LR_FAMILY for s in FIVE] + [("on-policy-2ep", s) for s in FIVE]
-             + [(f"fresh-tau{t}-lr1e-4", s) for t in (1, 4, 8) for s in FIVE])   # the 200-step sweep the chapter reads
+             + [(f"fresh-tau{t}-lr1e-4", s) for t in (1, 4, 8) for s in FIVE]
+             + [(a, s) for s in FIVE for a in BW])   # the 200-step sweep the chapter reads; the -bw arms last
 LOG_200 = LOG.with_name("sweep_200.jsonl")
 
 def testbed_arm(arm: str, seed: int) -> dict:
@@ -73,6 +78,7 @@ def testbed_arm(arm: str, seed: int) -> dict:
         out |= dict(replay_age_mean=[round(h.get("replay_age_mean", float("nan")), 3) for h in hist],
                     replay_approx_kl=[round(h.get("replay_approx_kl", float("nan")), 5) for h in hist],
                     replay_clip_frac=[round(h.get("replay_clip_frac", float("nan")), 4) for h in hist],
+                    replay_is_weight_mean=[float(f'{h.get("replay_is_weight_mean", float("nan")):.4g}') for h in hist],
                     replay_skipped=int(sum(h.get("replay_skipped", 0) for h in hist)),
                     age_counts=np.bincount(np.concatenate([a for _, a in rp.age_log]), minlength=9).tolist(),
                     age_counts_second_half=np.bincount(np.concatenate([a for s, a in rp.age_log if s >= STEPS // 2]), minlength=9).tolist())

@@ -15,10 +15,10 @@ from ..losses import effective_sample_size
 from ..tasks import TASKS
 
 # %% auto #0
-__all__ = ['PRIORITY_KINDS', 'REPLAY_MODES', 'REPLAY_ADVANTAGES', 'MOVES', 'SumTree', 'base_priority', 'age_decay', 'is_weights',
-           'beta_schedule', 'plain_copy', 'ReplayBuffer', 'rollout_rows', 'collate_rows', 'ReplayConfig', 'whiten',
-           'Replay', 'render_grid', 'parse_grid', 'walk', 'shortest_path', 'make_gridworld', 'grid_reward',
-           'moves_format_reward', 'register_grid_task', 'sequence_ess', 'fit_log_ess']
+__all__ = ['PRIORITY_KINDS', 'REPLAY_MODES', 'IS_NORMALIZERS', 'REPLAY_ADVANTAGES', 'MOVES', 'SumTree', 'base_priority',
+           'age_decay', 'is_weights', 'beta_schedule', 'plain_copy', 'ReplayBuffer', 'rollout_rows', 'collate_rows',
+           'ReplayConfig', 'whiten', 'Replay', 'render_grid', 'parse_grid', 'walk', 'shortest_path', 'make_gridworld',
+           'grid_reward', 'moves_format_reward', 'register_grid_task', 'sequence_ess', 'fit_log_ess']
 
 # %% ../../nbs/13_replay.ipynb #d78fe790
 def _check_priorities(values) -> np.ndarray:
@@ -119,6 +119,7 @@ def beta_schedule(step: int, beta0: float = 0.4, anneal_steps: int = 100) -> flo
 
 # %% ../../nbs/13_replay.ipynb #92e1d356
 REPLAY_MODES = ("uniform", "per", "fresh")
+IS_NORMALIZERS = ("batch", "buffer")   # what PER's weights are divided by: the sampled batch's largest, or the buffer's
 
 def plain_copy(x, where: str = "item"):
     "A copy of `x` made only of dicts, lists, tensors, arrays and JSON scalars (what a checkpoint stores without pickle)."
@@ -173,13 +174,17 @@ class ReplayBuffer:
         if self.mode == "uniform": return 1.0
         return max(self.base[i] * float(age_decay(self.step - self.born[i], self.tau)), 1e-8) ** self.alpha
 
-    def sample(self, n: int, rng: np.random.Generator, beta: float = 0.4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def sample(self, n: int, rng: np.random.Generator, beta: float = 0.4,
+               normalize: str = "batch",  # IS_NORMALIZERS: divide by the sampled batch's largest weight, or the buffer's
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         "Draw n slots (stratified, proportional to the leaves); returns (slots, IS weights, ages)."
         if self.size == 0: raise ValueError("cannot sample from an empty replay buffer")
+        if normalize not in IS_NORMALIZERS: raise ValueError(f"unknown normalize {normalize!r}; choose one of {IS_NORMALIZERS}")
         slots = self.tree.sample(n, rng)
         leaves = self.tree.leaves[:self.size]
         probs = leaves[slots] / self.tree.total
-        w = is_weights(probs, beta, leaves.min() / self.tree.total)
+        rarest = probs.min() if normalize == "batch" else leaves.min() / self.tree.total   # the P that gets weight 1
+        w = is_weights(probs, beta, rarest)
         return slots, w, self.step - self.born[slots]
 
     def update_priorities(self, slots: np.ndarray, base: np.ndarray):
@@ -255,6 +260,8 @@ class ReplayConfig:
     advantage: str = "whiten"            # replay-batch advantages: whiten (rewards whitened over the replay batch, the paper's REINFORCE++
                                          # recompute; priorities then follow the batch |A| on update) or stored (the advantage the fresh
                                          # update used, kept with the item: GRPO group advantages for both; the priority |A| stays fixed)
+    is_normalize: str = "batch"          # PER weights / the largest in the sampled batch (max weight 1 in every batch), or / the
+                                         # buffer's largest (its rarest item's: a zero-advantage item at priority eps makes every weight tiny)
 
     def __post_init__(self):
         for k in ("capacity", "beta_steps", "updates", "batch_size", "min_size", "seed"):
@@ -266,6 +273,7 @@ class ReplayConfig:
         if not 0 <= self.beta0 <= 1: raise ValueError(f"beta0 must be in [0, 1], got {self.beta0}")
         if self.mode == "fresh" and (self.tau is None or not self.tau > 0): raise ValueError(f"tau must be > 0, got {self.tau}")
         if self.priority not in PRIORITY_KINDS: raise ValueError(f"unknown priority kind {self.priority!r}; choose one of {PRIORITY_KINDS}")
+        if self.is_normalize not in IS_NORMALIZERS: raise ValueError(f"unknown is_normalize {self.is_normalize!r}; choose one of {IS_NORMALIZERS}")
         if self.updates < 0: raise ValueError(f"updates must be >= 0, got {self.updates}")
         if self.batch_size < 1: raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
         if self.beta_steps < 0: raise ValueError(f"beta_steps must be >= 0, got {self.beta_steps}")
@@ -331,7 +339,7 @@ class Replay:
     def replay_update(self, tr) -> dict:
         "One optimizer step on a replayed batch: stored behaviour log-probs, advantages (whitened or stored), IS weights; the LR schedule does not advance."
         beta = beta_schedule(tr.step, self.cfg.beta0, self.cfg.beta_steps)
-        slots, w, ages = self.buffer.sample(self.cfg.batch_size, self.rng, beta)
+        slots, w, ages = self.buffer.sample(self.cfg.batch_size, self.rng, beta, self.cfg.is_normalize)
         self.age_log.append((tr.step, ages.copy()))
         rows = [self.buffer.items[i] for i in slots]
         mb = collate_rows(rows, tr.tok.pad_token_id, tr.device)
