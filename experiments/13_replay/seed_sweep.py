@@ -22,7 +22,7 @@ def small(seed, steps=6):
         tr = Trainer.setup(recipe_config("testbed", seed=seed, steps=steps, prompts_per_step=8, samples_per_prompt=4, eval_every=0,
                                          checkpoint_every=0, progress=False))
         rp = Replay(tr, ReplayConfig(mode=mode, tau=tau, capacity=96, batch_size=16, min_size=32, updates=2, advantage="stored",
-                                     seed=seed, beta_steps=steps))
+                                     seed=seed, beta_steps=steps, is_normalize="buffer"))   # the recorded sweep's weights
         return rp, [tr.train_step() for _ in range(steps)]
     def expected_age(buf):
         p = buf.tree.leaves[:len(buf)] / buf.tree.total
