@@ -10,8 +10,9 @@ Entries (one JSON line each in experiments/12_rank1/sweep.jsonl; an entry alread
                   extrapolation from the first half of the run.
   sft <seed>      The SFT control: supervised steps on the same training split from the same warm start; hits of the SFT model and
                   of its rank-1, residual and random reconstructions.
-  overfit <seed> <arm>   P3: GRPO on a small training set (the first N_SMALL training prompts, revisited for many epochs), arm "plain"
-                  or "sub" (periodic rank-1 substitution every K steps). Every K steps: greedy exact match on those training prompts and
+  overfit <seed> <arm>   P3: GRPO on a small training set (the first N_SMALL training prompts, revisited for many epochs), arm "plain",
+                  "sub" (periodic rank-1 substitution every K steps, Adam's moments of the replaced matrices reset) or "sub-keepopt"
+                  (the same substitution with Adam's state kept: the control for the reset). Every K steps: greedy exact match on those training prompts and
                   on the 500 held-out sums (the same decoding), before and after the substitution; final per-prompt hits of both sets.
 
     cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nohup nice -n 10 python experiments/12_rank1/sweep.py > /tmp/rank1_sweep.log 2>&1 &
@@ -128,8 +129,8 @@ def overfit(seed, arm):
     base = copy.deepcopy(tr.policy).eval()
     h_train, h_test = hits_fn(tr, small), hits_fn(tr, tr.task.test.select(range(tr.cfg.eval_limit)))
     pre = Measure(h_train, h_test, K, "pre"); tr.add_hook("after_step", pre)
-    if arm == "sub": tr.add_hook("after_step", Rank1Substitution(base, K))
-    post = Measure(h_train, h_test, K, "post") if arm == "sub" else None
+    if arm != "plain": tr.add_hook("after_step", Rank1Substitution(base, K, reset_optimizer=arm == "sub"))  # sub-keepopt: Adam kept
+    post = Measure(h_train, h_test, K, "post") if arm != "plain" else None
     if post: tr.add_hook("after_step", post)
     b_tr, b_te = h_train(base), h_test(base)
     tr.policy.train()
@@ -148,7 +149,7 @@ def entries(only, seeds):
     for s in seeds:
         if "main" in only: yield ("main", s), lambda s=s: main(s)
     for s in seeds:
-        for arm in ("plain", "sub"):
+        for arm in ("plain", "sub", "sub-keepopt"):
             if "overfit" in only: yield ("overfit", s, arm), lambda s=s, arm=arm: overfit(s, arm)
     for s in seeds:
         if "sft" in only: yield ("sft", s), lambda s=s: sft(s)
