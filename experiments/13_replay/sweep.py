@@ -38,6 +38,7 @@ for name, (rkw_, _) in [("PER", ARMS["PER"]), ("uniform", ARMS["uniform"])] + [(
 for name in ("PER", "fresh-tau2"):                                     # IS weights / the batch's largest (is_normalize="batch")
     ARMS[f"{name}-bw-lr1e-4"] = (ARMS[name][0] | dict(is_normalize="batch"), dict(lr=1e-4))   # at the lr where P1 is decided
 BW = ("PER-bw-lr1e-4", "fresh-tau2-bw-lr1e-4")
+ARMS["on-policy-2ep-lr1e-4"] = (None, dict(num_iterations=2, lr=1e-4))    # the two-pass control at the lr of uniform replay's claim
 CONTROLS, TAU_SWEEP = SWEEP[:2] + ("on-policy-lr1e-4",), SWEEP[2:]
 ORDER = ([(a, s) for a in HEAD for s in (0, 1, 2)] + [(a, s) for a in CONTROLS for s in (0, 1, 2)] + [(a, 0) for a in TAU_SWEEP]
          + [(a, s) for s in (1, 2) for a in TAU_SWEEP] + [("grid-onpolicy", 0)] + [(a, s) for s in (3, 4) for a in HEAD + SWEEP]
@@ -46,7 +47,7 @@ FIVE = (0, 1, 2, 3, 4)
 LR_FAMILY = ("on-policy-lr1e-4", "fresh-tau2-lr1e-4", "PER-lr1e-4", "uniform-lr1e-4")
 ORDER_200 = ([(a, s) for a in HEAD for s in FIVE] + [(a, s) for a in LR_FAMILY for s in FIVE] + [("on-policy-2ep", s) for s in FIVE]
              + [(f"fresh-tau{t}-lr1e-4", s) for t in (1, 4, 8) for s in FIVE]
-             + [(a, s) for s in FIVE for a in BW])   # the 200-step sweep the chapter reads; the -bw arms last
+             + [(a, s) for s in FIVE for a in BW] + [("on-policy-2ep-lr1e-4", s) for s in FIVE])   # the 200-step sweep the chapter reads; the -bw arms last
 LOG_200 = LOG.with_name("sweep_200.jsonl")
 
 def testbed_arm(arm: str, seed: int) -> dict:
