@@ -50,7 +50,7 @@ class LossContext:
     logprobs: torch.Tensor          # (b, C) learner log-probs, differentiable
     entropy: torch.Tensor | None    # (b, C) learner token entropies, differentiable
     old_logprobs: torch.Tensor  # (b, C) log pi_old; logprobs.detach() when the rollout is used once, on-policy (ratio = 1)
-    minibatch_tokens: int           # loss tokens of the whole minibatch (Rollout.loss_tokens: completion tokens by default)
+    minibatch_tokens: int           # loss tokens of the whole minibatch (Rollout.loss_tokens)
     n_micro: float  # minibatch rows / micro-batch rows: this micro-batch holds 1/n_micro of the minibatch's rows
     def __getitem__(self, k): return getattr(self, k)
     @property
@@ -143,7 +143,8 @@ def policy_gradient_loss(trainer, ctx: LossContext, advantages: torch.Tensor | N
     cfg, mb = trainer.cfg, ctx.mb
     ref_lp = trainer.logprobs(trainer.ref, mb) if cfg.beta else None
     token_level = cfg.loss_type in ("dapo", "bnpo")      # token means over the minibatch: divide by its token count
-    loss, info = grpo_loss(ctx.logprobs, ctx.old_logprobs, mb.advantages if advantages is None else advantages, mb.loss_tokens,
+    adv = mb.advantages if advantages is None else advantages
+    loss, info = grpo_loss(ctx.logprobs, ctx.old_logprobs, adv, mb.loss_tokens,
                            loss_type="dapo" if token_level else cfg.loss_type, eps_low=cfg.eps_low, eps_high=cfg.eps_high,
                            beta=cfg.beta, ref_logprobs=ref_lp, max_len=trainer.max_new_tokens,
                            num_items_in_batch=ctx.minibatch_tokens if token_level else None, dual_clip=cfg.dual_clip,

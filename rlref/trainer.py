@@ -295,7 +295,7 @@ def train_step(self: Trainer) -> dict:
         isc = importance_weights(r.extras["old_logprobs"], r.sampler_logprobs, r.completion_mask, cfg.is_correction,
                                  clip_max=cfg.is_clip, clip_min=cfg.is_clip_min, veto=cfg.is_veto)
         r.extras["is_weights"] = isc.weights * isc.mask
-        if cfg.is_masked_tokens == "drop": r.loss_mask = r.completion_mask * isc.mask   # masked tokens leave the denominator too
+        if cfg.is_masked_tokens == "drop": r.loss_mask = r.completion_mask * isc.mask   # out of the denominator too
         raw |= dict(is_frac_masked=float(isc.frac_masked), is_ess=float(isc.ess), sampler_kl=float(isc.kl))
     r = self._run_hooks("before_update", r)
     logs = self._update(r) if len(r) else {}

@@ -70,13 +70,13 @@ def test_replay_config_refuses_unknown_advantage():
     with pytest.raises(ValueError, match="unknown replay advantage 'gae'"): ReplayConfig(advantage="gae")
 
 def test_batch_normalised_is_weights_keep_the_replay_step_alive():
-    # with priorities |A| + eps, zero-advantage rows sit at eps: divided by the buffer's largest weight (its rarest item's), every
-    # drawn weight is tiny; divided by the batch's largest, each replay batch has a weight of 1. Same draws, same fresh updates.
+    # with priorities |A| + eps, zero-advantage rows sit at eps: divided by the buffer's largest weight (its rarest
+    # item's), every drawn weight is tiny; divided by the batch's largest, each replay batch has a weight of 1
     means = {}
     for norm in ("batch", "buffer"):
         tr = Trainer.setup(recipe_config("testbed", **TINY | dict(checkpoint_every=0)))
-        Replay(tr, ReplayConfig(mode="per", tau=None, capacity=24, batch_size=8, min_size=8, updates=1, seed=0, advantage="stored",
-                                beta0=1.0, is_normalize=norm))
+        Replay(tr, ReplayConfig(mode="per", tau=None, capacity=24, batch_size=8, min_size=8, updates=1, seed=0,
+                                advantage="stored", beta0=1.0, is_normalize=norm))
         means[norm] = [m["replay_is_weight_mean"] for m in (tr.train_step() for _ in range(3))]
     assert all(1 / 8 <= w <= 1 for w in means["batch"])              # the batch's largest weight is 1
     assert all(b < 1e-2 * a for a, b in zip(means["batch"], means["buffer"]))

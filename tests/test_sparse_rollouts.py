@@ -52,9 +52,9 @@ def test_shadow_track2_reuses_the_learner_logits(model_dir):
     assert d1 == pytest.approx(re1[-1], abs=1e-6)                    # and equals the three-forward value
 
 def test_mis_drop_takes_the_masked_tokens_out_of_the_denominator():
-    # the testbed's warm start (rewards that vary within groups) sampled through SnapKV at 7 tokens; same seed, same rollout,
-    # same weights: with the masked tokens dropped, the step's token mean divides by the kept tokens only, so its loss is
-    # the kept one scaled by 1 / (1 - masked fraction) (on-policy, one optimizer step over the whole rollout)
+    # the testbed's warm start (rewards that vary within groups) sampled through SnapKV at 7 tokens; same seed,
+    # same rollout, same weights: with the masked tokens dropped, the step's token mean divides by the kept tokens
+    # only, so its loss is the kept one / (1 - masked fraction) (on-policy, one optimizer step over the rollout)
     assert arm_config("mis_drop") == arm_config("mis") | dict(is_masked_tokens="drop")
     def step(arm):
         cfg = recipe_config("testbed", seed=0, eval_every=0, checkpoint_every=0, progress=False, steps=1,

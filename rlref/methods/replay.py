@@ -175,11 +175,12 @@ class ReplayBuffer:
         return max(self.base[i] * float(age_decay(self.step - self.born[i], self.tau)), 1e-8) ** self.alpha
 
     def sample(self, n: int, rng: np.random.Generator, beta: float = 0.4,
-               normalize: str = "batch",  # IS_NORMALIZERS: divide by the sampled batch's largest weight, or the buffer's
+               normalize: str = "batch",  # IS_NORMALIZERS: / the sampled batch's largest weight, or the buffer's
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         "Draw n slots (stratified, proportional to the leaves); returns (slots, IS weights, ages)."
         if self.size == 0: raise ValueError("cannot sample from an empty replay buffer")
-        if normalize not in IS_NORMALIZERS: raise ValueError(f"unknown normalize {normalize!r}; choose one of {IS_NORMALIZERS}")
+        if normalize not in IS_NORMALIZERS:
+            raise ValueError(f"unknown normalize {normalize!r}; choose one of {IS_NORMALIZERS}")
         slots = self.tree.sample(n, rng)
         leaves = self.tree.leaves[:self.size]
         probs = leaves[slots] / self.tree.total
@@ -260,8 +261,9 @@ class ReplayConfig:
     advantage: str = "whiten"            # replay-batch advantages: whiten (rewards whitened over the replay batch, the paper's REINFORCE++
                                          # recompute; priorities then follow the batch |A| on update) or stored (the advantage the fresh
                                          # update used, kept with the item: GRPO group advantages for both; the priority |A| stays fixed)
-    is_normalize: str = "batch"          # PER weights / the largest in the sampled batch (max weight 1 in every batch), or / the
-                                         # buffer's largest (its rarest item's: a zero-advantage item at priority eps makes every weight tiny)
+    # PER weights / the sampled batch's largest (1 in every batch), or / the buffer's largest (its rarest item's:
+    # a zero-advantage row at priority eps makes all tiny)
+    is_normalize: str = "batch"
 
     def __post_init__(self):
         for k in ("capacity", "beta_steps", "updates", "batch_size", "min_size", "seed"):
@@ -273,7 +275,8 @@ class ReplayConfig:
         if not 0 <= self.beta0 <= 1: raise ValueError(f"beta0 must be in [0, 1], got {self.beta0}")
         if self.mode == "fresh" and (self.tau is None or not self.tau > 0): raise ValueError(f"tau must be > 0, got {self.tau}")
         if self.priority not in PRIORITY_KINDS: raise ValueError(f"unknown priority kind {self.priority!r}; choose one of {PRIORITY_KINDS}")
-        if self.is_normalize not in IS_NORMALIZERS: raise ValueError(f"unknown is_normalize {self.is_normalize!r}; choose one of {IS_NORMALIZERS}")
+        if self.is_normalize not in IS_NORMALIZERS:
+            raise ValueError(f"unknown is_normalize {self.is_normalize!r}; choose one of {IS_NORMALIZERS}")
         if self.updates < 0: raise ValueError(f"updates must be >= 0, got {self.updates}")
         if self.batch_size < 1: raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
         if self.beta_steps < 0: raise ValueError(f"beta_steps must be >= 0, got {self.beta_steps}")

@@ -91,9 +91,10 @@ def arm_config(arm: str,  # one of ARMS
                is_clip: float = 2.0,  # C of TIS / MIS: the upper end of MIS's band
                is_clip_min: float = 0.5,  # the lower end of MIS's two-sided band [is_clip_min, is_clip]
               ) -> dict:
-    "The TrainConfig overrides an arm needs (TIS and MIS live in the trainer's config; `_drop`: masked tokens leave the denominator)."
+    "The TrainConfig overrides an arm needs (TIS, MIS: the trainer's config; `_drop`: masked tokens out of the mean)."
     if arm not in ARMS: raise ValueError(f"unknown arm {arm!r}; choose one of {ARMS}")
-    mis, upper = dict(is_correction="token_mis", is_clip=is_clip, is_clip_min=is_clip_min), dict(is_correction="token_mis", is_clip=is_clip)
+    upper = dict(is_correction="token_mis", is_clip=is_clip)
+    mis = upper | dict(is_clip_min=is_clip_min)
     return dict(tis=dict(is_correction="tis", is_clip=is_clip), mis=mis, mis_upper=upper | dict(is_clip_min=None),
                 mis_drop=mis | dict(is_masked_tokens="drop"),
                 mis_upper_drop=upper | dict(is_clip_min=None, is_masked_tokens="drop")).get(arm, {})

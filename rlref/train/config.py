@@ -77,7 +77,8 @@ class TrainConfig:
     is_clip: float = 2.0                 # threshold C of the IS correction
     is_clip_min: float | None = None     # *_mis modes: also mask weights below this (None = no lower bound)
     is_veto: float | None = None  # mask a whole sequence if any token weight is below this, e.g. 1e-4 (None = off)
-    is_masked_tokens: str = "keep"  # tokens the IS correction masks: "keep" them in the loss's denominator (TRL) or "drop" them
+    # IS-masked tokens: "keep" them in the loss's denominator (as TRL does), or "drop" them from it
+    is_masked_tokens: str = "keep"
     # -- batch
     prompts_per_step: int = 64           # distinct prompts per rollout
     samples_per_prompt: int = 8          # completions per prompt (group size G)
@@ -304,7 +305,7 @@ TRL_EQUIVALENTS = [  # (rlref TrainConfig, TRL GRPOConfig or GRPOTrainer argumen
     ("`dynamic_sampling`, `max_refill_rounds`", "-", "DAPO's filter and refill; no GRPOConfig field"),
     ("`is_correction`, `is_clip`, `is_clip_min`", "`vllm_importance_sampling_mode`, `vllm_importance_sampling_clip_max`, `vllm_importance_sampling_clip_min`",
      "TRL corrects only vLLM's sampler; compare the modes' definitions (06_losses) before relying on one name for the other"),
-    ("`is_masked_tokens`", "-", "TRL keeps masked tokens in the mean's denominator (rlref's 'keep'); 'drop' removes them from it"),
+    ("`is_masked_tokens`", "-", "TRL keeps masked tokens in the mean's denominator ('keep'); 'drop' removes them"),
     ("`lr`", "`learning_rate`", "defaults differ"),
     ("`warmup_steps`", "`warmup_steps`", "optimizer steps on both sides"),
     ("`lr_schedule`", "`lr_scheduler_type`", "rlref's constant is TRL's constant_with_warmup"),
