@@ -39,6 +39,8 @@ for name in ("PER", "fresh-tau2"):                                     # IS weig
     ARMS[f"{name}-bw-lr1e-4"] = (ARMS[name][0] | dict(is_normalize="batch"), dict(lr=1e-4))   # at the lr where P1 is decided
 BW = ("PER-bw-lr1e-4", "fresh-tau2-bw-lr1e-4")
 ARMS["on-policy-2ep-lr1e-4"] = (None, dict(num_iterations=2, lr=1e-4))    # the two-pass control at the lr of uniform replay's claim
+ARMS["on-policy-lr1e-4-ess"] = (None, dict(lr=1e-4))    # on-policy-lr1e-4 again, with the ESS probe: delta at lr 1e-4
+ESS_ARMS = ("on-policy", "on-policy-lr1e-4-ess")       # arms that keep their last 12 fresh batches for the ESS fit
 CONTROLS, TAU_SWEEP = SWEEP[:2] + ("on-policy-lr1e-4",), SWEEP[2:]
 ORDER = ([(a, s) for a in HEAD for s in (0, 1, 2)] + [(a, s) for a in CONTROLS for s in (0, 1, 2)] + [(a, 0) for a in TAU_SWEEP]
          + [(a, s) for s in (1, 2) for a in TAU_SWEEP] + [("grid-onpolicy", 0)] + [(a, s) for s in (3, 4) for a in HEAD + SWEEP]
@@ -47,7 +49,8 @@ FIVE = (0, 1, 2, 3, 4)
 LR_FAMILY = ("on-policy-lr1e-4", "fresh-tau2-lr1e-4", "PER-lr1e-4", "uniform-lr1e-4")
 ORDER_200 = ([(a, s) for a in HEAD for s in FIVE] + [(a, s) for a in LR_FAMILY for s in FIVE] + [("on-policy-2ep", s) for s in FIVE]
              + [(f"fresh-tau{t}-lr1e-4", s) for t in (1, 4, 8) for s in FIVE]
-             + [(a, s) for s in FIVE for a in BW] + [("on-policy-2ep-lr1e-4", s) for s in FIVE])   # the 200-step sweep the chapter reads; the -bw arms last
+             + [(a, s) for s in FIVE for a in BW] + [("on-policy-2ep-lr1e-4", s) for s in FIVE]
+             + [("on-policy-lr1e-4-ess", s) for s in FIVE])   # the 200-step sweep the chapter reads; the -bw arms last
 LOG_200 = LOG.with_name("sweep_200.jsonl")
 
 def testbed_arm(arm: str, seed: int) -> dict:
@@ -63,7 +66,7 @@ def testbed_arm(arm: str, seed: int) -> dict:
     def keep(t, r):
         stored.append((t.step, r, r.sampler_logprobs.clone()))
         if len(stored) > 12: stored.pop(0)
-    if arm == "on-policy": tr.add_hook("after_advantages", keep)
+    if arm in ESS_ARMS: tr.add_hook("after_advantages", keep)
     before = tr.evaluate(per_prompt=True)
     t0, c0 = time.time(), time.process_time()
     hist = [tr.train_step() for _ in range(STEPS)]
