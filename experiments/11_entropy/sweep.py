@@ -11,6 +11,10 @@ with the --set overrides, and all log the same rollout entropy (EntropyMeter / E
   kl_cov           + KLCov(ratio, coef=1) (loss_terms hook)
   entrocraft       EntrocraftReleased(**paper_band(H0), ema): +-1 rewards clamped at 0 out of the band, every sample
   entrocraft_keep  Entrocraft(**paper_band(H0), ema, reject=True): this chapter's variant (group-normalised, one sign kept)
+  entrocraft_raw   EntrocraftReleased(**paper_band(H0)), no EMA: the released rule, mode chosen on the raw per-step entropy
+  entrocraft_zero  Entrocraft(**paper_band(H0), ema, reject=False): the variant with the other sign's advantages set to 0
+                   instead of dropping its rows, so the token-mean denominator (and the number of minibatches) stays GRPO's
+  raft             EntrocraftReleased with an all-zero band: RAFT++ on every step (+1 on correct samples, 0 else)
 
     cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice python experiments/11_entropy/sweep.py --seeds 0 1 2 \\
         --set steps=120 --arms grpo entrocraft entrocraft_keep clip_cov kl_cov --out experiments/11_entropy/sweep.jsonl
@@ -25,15 +29,18 @@ from sweep_runner import parse_overrides, run_key
 from rlref.trainer import Trainer
 from rlref.train.config import recipe_config
 from rlref.methods.entropy import (EntropyMeter, Entrocraft, EntrocraftReleased, ClipCov, KLCov, paper_band, rollout_entropy,
-                                   pass_at_k_curve)
+                                   pass_at_k_curve, CovarianceProbe)
 
-ARMS = ("warm_start", "grpo", "clip_cov", "kl_cov", "entrocraft", "entrocraft_keep")
+ARMS = ("warm_start", "grpo", "clip_cov", "kl_cov", "entrocraft", "entrocraft_keep", "entrocraft_raw", "entrocraft_zero", "raft")
 KS = tuple(range(1, 17))
 
 def attach(arm, tr, H0, a, seed):
     "The arm's hooks; returns the objects whose logs the row keeps."
     if arm == "entrocraft": EntrocraftReleased(**paper_band(H0), ema=a.ema).attach(tr); return {}
     if arm == "entrocraft_keep": Entrocraft(**paper_band(H0), ema=a.ema, reject=True).attach(tr); return {}
+    if arm == "entrocraft_raw": EntrocraftReleased(**paper_band(H0), ema=0.0).attach(tr); return {}
+    if arm == "entrocraft_zero": Entrocraft(**paper_band(H0), ema=a.ema, reject=False).attach(tr); return {}
+    if arm == "raft": EntrocraftReleased(low=(0.0, 0.0), high=(0.0, 0.0)).attach(tr); return {}   # entropy > 0 = the top: always RAFT++
     EntropyMeter().attach(tr)
     if arm == "clip_cov": c = ClipCov(ratio=a.cov_ratio, seed=seed); c.attach(tr); return dict(clip=c)
     if arm == "kl_cov": k = KLCov(ratio=a.cov_ratio, coef=1.0); k.attach(tr); return dict(kl=k)
@@ -49,12 +56,17 @@ def run(arm, seed, over, a, H0):
         rec["H0"] = H0
     else:
         logs = attach(arm, tr, H0, a, seed)
+        if a.probe and arm == "grpo": logs["probe"] = CovarianceProbe(); logs["probe"].attach(tr)   # the covariance law on the LM
         hist = []
         for _ in range(cfg.steps):
             m = tr.train_step()
             hist.append({k: (round(v, 5) if isinstance(v, float) else v) for k, v in m.items() if k in (
                 "step", "rollout_entropy", "entropy_ema", "band_low", "band_high", "mode", "kept_frac", "accuracy", "eval_accuracy", "zero_std_frac")})
+            if a.passk_every and tr.step % a.passk_every == 0 and tr.step < cfg.steps:   # pass@k along the run (its own sampler seed)
+                hist[-1]["passk"] = pass_at_k_curve(tr.policy, tr.tok, tr.task, (1, 4, 16), n=16, limit=cfg.eval_limit,
+                                                    temperature=cfg.temperature, seed=seed)
         rec |= dict(H0=H0, history=hist, clip_log=logs["clip"].log if "clip" in logs else None, kl_log=logs["kl"].log if "kl" in logs else None)
+        if "probe" in logs: rec["probe_log"] = [{k: round(v, 7) for k, v in row.items()} for row in logs["probe"].log]
     hits = tr.evaluate(per_prompt=True)
     rec |= dict(hits="".join("1" if h else "0" for h in hits.tolist()), greedy=float(hits.float().mean()),
                 passk=pass_at_k_curve(tr.policy, tr.tok, tr.task, KS, n=16, limit=cfg.eval_limit, temperature=cfg.temperature, seed=seed),
@@ -69,6 +81,8 @@ def main():
     ap.add_argument("--ema", type=float, default=0.8)
     ap.add_argument("--cov_ratio", type=float, default=1e-2)
     ap.add_argument("--out", default="experiments/11_entropy/sweep.jsonl")
+    ap.add_argument("--probe", action="store_true", help="attach CovarianceProbe to the grpo arm (measured vs first-order entropy change per step)")
+    ap.add_argument("--passk_every", type=int, default=0, help="also log pass@1/4/16 every this many steps (0: only at the end)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     over = parse_overrides(a.set)
