@@ -14,26 +14,43 @@ Entries (one JSON line each in experiments/12_rank1/sweep.jsonl; an entry alread
                   "sub" (periodic rank-1 substitution every K steps, Adam's moments of the replaced matrices reset) or "sub-keepopt"
                   (the same substitution with Adam's state kept: the control for the reset). Every K steps: greedy exact match on those training prompts and
                   on the 500 held-out sums (the same decoding), before and after the substitution; final per-prompt hits of both sets.
+  alpharl <seed>  main's run again (same warm start, seed and data order; its final hits are compared with main's). Saved: hits
+                  of the un-rescaled pair sigma1 / residual_plain (σ₁u₁v₁ᵀ and ΔW − σ₁u₁v₁ᵀ, which sum to ΔW) and σ₂u₂v₂ᵀ in
+                  both frames; P5 in AlphaRL's form for t_obs in T_OBS: the checkpoint W(t_obs) itself ("stop"), W(t_obs) + the
+                  rank-1 move of extrapolation_move ("alpharl"), + the full-rank move ("full_linear"), + a random rank-1 move
+                  of the same norm ("random_move"), all predicting step STEPS.
+  skill2 <seed>   Property (1): a fresh tiny model SFT'd on the seed's training sums mixed with 2-digit differences a-b (a >= b),
+                  stopped by arith2's rule on the sums (validation 0.5 +- 0.02); then the testbed's GRPO on sums alone, STEPS
+                  steps. Saved: hits on the 500 held-out sums and on 500 held-out differences of the warm start, the RL model
+                  and W_base + op(ΔW) (both frames) for the operators in S2_OPS.
 
     cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nohup nice -n 10 python experiments/12_rank1/sweep.py > /tmp/rank1_sweep.log 2>&1 &
     python experiments/12_rank1/sweep.py --only main --seeds 0 1 2     # a subset
 """
-import argparse, copy, dataclasses, json, time
+import argparse, copy, dataclasses, json, random, time
 from pathlib import Path
 import torch
+from datasets import Dataset, concatenate_datasets
 from rlref.core import seed_everything
-from rlref.models import sft_warm_start
+from rlref.models import sft_warm_start, make_tiny_llama
+from rlref.evaluation import exact_match
+from rlref.warm_start import WARM_STARTS, validation_split
 from rlref.evaluation import greedy_completions
 from rlref.trainer import Trainer
 from rlref.train.config import recipe_config
 from rlref.methods.rank1 import (weight_deltas, apply_update, linear_weights, layer_type, energy_share, tail_exponent,
-                                 top_vector_alignment, extrapolate_rank1, CheckpointRecorder, Rank1Substitution)
+                                 top_vector_alignment, extrapolate_rank1, extrapolation_move, random_rank1_like,
+                                 CheckpointRecorder, Rank1Substitution)
 
 OUT = Path(__file__).with_suffix(".jsonl")
 STEPS, EVERY = 200, 20                 # main runs: GRPO steps, checkpoint spacing
 OPS = ("full", "rank1", "sigma1", "rank2", "rank4", "rank8", "rank16", "residual", "sigma2", "random")
 SFT_STEPS, SFT_LR = 30, 3e-4           # SFT control
 N_SMALL, OF_STEPS, K = 256, 200, 20    # P3: training prompts, GRPO steps, substitution period (= measurement spacing)
+T_OBS = (60, 100)                      # P5 in AlphaRL's form: observation times (checkpoints from EVERY to t_obs observed)
+PLAIN_OPS = ("sigma1", "residual_plain", "sigma2_plain")
+N_SUB_TRAIN, N_SUB_TEST = 4000, 500    # skill2: training and held-out differences (5050 pairs a >= b exist)
+S2_OPS = ("full", "rank1", "sigma1", "residual", "residual_plain", "sigma2", "random")
 
 bits = lambda h: "".join("1" if x else "0" for x in h)
 
@@ -145,6 +162,67 @@ def overfit(seed, arm):
         out |= dict(rank1_train=bits(h_train(r1)), rank1_test=bits(h_test(r1)))
     return out
 
+def alpharl(seed):
+    tr = trainer(seed, STEPS, EVERY)
+    base = copy.deepcopy(tr.policy).eval()
+    hits = hits_fn(tr, tr.task.test.select(range(tr.cfg.eval_limit)))
+    rec = CheckpointRecorder(tr.policy, EVERY); tr.add_hook("after_step", rec)
+    t0 = time.process_time(); tr.fit(); cpu = time.process_time() - t0
+    rl = tr.policy.eval()
+    d = weight_deltas(base, rl)
+    frame = rl_frame(base, rl, d)
+    out = dict(steps=STEPS, every=EVERY, cpu_seconds_rl=round(cpu, 1), base=bits(hits(base)), rl=bits(hits(rl)),
+               ops={op: bits(hits(apply_update(base, d, op, seed=seed))) for op in PLAIN_OPS},
+               ops_rlframe={op: bits(hits(apply_update(frame, d, op, seed=seed))) for op in PLAIN_OPS}, p5={})
+    ts = sorted(t for t in rec.states if t > 0)
+    for t_obs in T_OBS:
+        obs = [t for t in ts if t <= t_obs]
+        dts = [weight_deltas(base, rec.states[t]) for t in obs]
+        m_obs = copy.deepcopy(base); m_obs.load_state_dict(rec.states[t_obs]); m_obs.eval()
+        mv1, mvf = extrapolation_move(dts, obs, STEPS), extrapolation_move(dts, obs, STEPS, rank1=False)
+        g = torch.Generator().manual_seed(seed)
+        mvr = {k: random_rank1_like(v, generator=g) for k, v in mv1.items()}        # same norm as the rank-1 move, per layer
+        norm = lambda mv: float(sum(v.norm() for v in mv.values()) / sum(v.norm() for v in dts[-1].values()))
+        out["p5"][t_obs] = dict(observed=obs, stop=bits(hits(m_obs)), alpharl=bits(hits(apply_update(m_obs, mv1, "full"))),
+                                full_linear=bits(hits(apply_update(m_obs, mvf, "full"))),
+                                random_move=bits(hits(apply_update(m_obs, mvr, "full"))),
+                                move_norm_rank1=round(norm(mv1), 4), move_norm_full=round(norm(mvf), 4))
+    return out
+
+def subtraction_rows(seed):
+    "2-digit differences a-b= with a >= b (answers 0..99), split on the pair: no held-out pair is a training pair."
+    pairs = [(a, b) for a in range(100) for b in range(a + 1)]
+    random.Random(f"sub-{seed}").shuffle(pairs)
+    rows = lambda ps: Dataset.from_list([dict(prompt=f"{a}-{b}=", answer=str(a - b)) for a, b in ps])
+    return rows(pairs[N_SUB_TEST:N_SUB_TEST + N_SUB_TRAIN]), rows(pairs[:N_SUB_TEST])
+
+def skill2(seed):
+    tr = trainer(seed, STEPS, EVERY)
+    spec, (sub_train, sub_test) = WARM_STARTS["arith2"], subtraction_rows(seed)
+    mix = concatenate_datasets([tr.task.train.select_columns(["prompt", "answer"]), sub_train]).shuffle(seed=seed)
+    val = validation_split(tr.task)
+    model = make_tiny_llama(tr.tok, spec["size"], max_len=spec["max_len"], seed=seed)
+    check = lambda m: dict(exact_match=exact_match(m, tr.tok, val, tr.task.reward_fn, max_new_tokens=tr.task.max_new_tokens))
+    t0 = time.process_time()
+    hist = sft_warm_start(model, tr.tok, mix, steps=2 * spec["sft_steps"], batch_size=spec["sft_batch_size"], lr=spec["sft_lr"],
+                          seed=seed, progress=False, eval_fn=check, eval_every=spec["eval_every"], stop_at=spec["target"],
+                          stop_tol=spec["tol"])
+    cpu_sft = time.process_time() - t0
+    with torch.no_grad(): tr.policy.load_state_dict(model.state_dict())        # same Parameter objects: the optimizer is intact
+    base = copy.deepcopy(tr.policy).eval()
+    h_add, h_sub = hits_fn(tr, tr.task.test.select(range(tr.cfg.eval_limit))), hits_fn(tr, sub_test)
+    tr.policy.train()
+    t0 = time.process_time(); tr.fit(); cpu = time.process_time() - t0
+    rl = tr.policy.eval()
+    d = weight_deltas(base, rl)
+    frame = rl_frame(base, rl, d)
+    both = lambda m: dict(add=bits(h_add(m)), sub=bits(h_sub(m)))
+    return dict(steps=STEPS, sft_steps=hist[-1]["step"], sft_val=hist[-1]["exact_match"], cpu_seconds_sft=round(cpu_sft, 1),
+                cpu_seconds_rl=round(cpu, 1), n_sub_train=len(sub_train), base=both(base), rl=both(rl),
+                ops={op: both(apply_update(base, d, op, seed=seed)) for op in S2_OPS},
+                ops_rlframe={op: both(apply_update(frame, d, op, seed=seed)) for op in S2_OPS},
+                reward=[round(h["reward_mean"], 4) for h in tr.history])
+
 def entries(only, seeds):
     for s in seeds:
         if "main" in only: yield ("main", s), lambda s=s: main(s)
@@ -153,10 +231,14 @@ def entries(only, seeds):
             if "overfit" in only: yield ("overfit", s, arm), lambda s=s, arm=arm: overfit(s, arm)
     for s in seeds:
         if "sft" in only: yield ("sft", s), lambda s=s: sft(s)
+    for s in seeds:
+        if "alpharl" in only: yield ("alpharl", s), lambda s=s: alpharl(s)
+    for s in seeds:
+        if "skill2" in only: yield ("skill2", s), lambda s=s: skill2(s)
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", nargs="+", default=["main", "overfit", "sft"]); ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--only", nargs="+", default=["main", "overfit", "sft", "alpharl", "skill2"]); ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--out", default=str(OUT))
     a = ap.parse_args()
     torch.set_num_threads(1)

@@ -13,7 +13,7 @@ import torch.nn as nn
 __all__ = ['LINEAR_KEYS', 'UPDATE_OPS', 'linear_weights', 'layer_type', 'weight_deltas', 'rank1_update', 'random_rank1_like',
            'apply_update', 'recovery_ratio', 'rank_k_update', 'residual_update', 'sigma2_update', 'projection_frame',
            'recovery_ratio_ci', 'energy_share', 'tail_exponent', 'spectrum_table', 'top_singular_vectors',
-           'top_vector_alignment', 'extrapolate_rank1', 'CheckpointRecorder', 'Rank1Substitution']
+           'top_vector_alignment', 'extrapolate_rank1', 'extrapolation_move', 'CheckpointRecorder', 'Rank1Substitution']
 
 # %% ../../nbs/12_rank1.ipynb #a888d676
 LINEAR_KEYS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -124,6 +124,8 @@ def sigma2_update(delta: torch.Tensor,  # (m, n) update ΔW
     return (torch.linalg.norm(delta.float()) if rescale else S[1]) * torch.outer(U[:, 1], Vh[1])
 
 UPDATE_OPS.update({"residual": residual_update, "sigma2": sigma2_update,
+                   "residual_plain": lambda d, generator=None: residual_update(d, rescale=False),  # ΔW − σ₁u₁v₁ᵀ as is
+                   "sigma2_plain": lambda d, generator=None: sigma2_update(d, rescale=False),  # σ₂u₂v₂ᵀ
                    **{f"rank{k}": (lambda d, generator=None, k=k: rank_k_update(d, k)) for k in (2, 4, 8, 16)}})
 
 # %% ../../nbs/12_rank1.ipynb #b4cb3139
@@ -227,6 +229,30 @@ def extrapolate_rank1(deltas: list[dict[str, torch.Tensor]],  # observed updates
         c = torch.stack([u @ d[k].float() @ v for d in deltas])  # (N,)
         coef = torch.linalg.lstsq(X, c[:, None]).solution[:, 0]  # (2,)
         out[k] = (coef[0] + coef[1] * target) * torch.outer(u, v)
+    return out
+
+# %% ../../nbs/12_rank1.ipynb #a1f5c002
+def extrapolation_move(deltas: list[dict[str, torch.Tensor]],  # observed updates ΔW(t), oldest first; the last is t_obs
+                       steps: list[float],  # the step t of each observed update
+                       target: float,  # the step T to predict
+                       rank1: bool = True,  # True: along u₁v₁ᵀ of ΔW(t_obs) (AlphaRL); False: every entry on its own line
+                      ) -> dict[str, torch.Tensor]:
+    "Per layer, what to add to W(t_obs) to predict W(T): the fitted line's value at T minus the observed ΔW(t_obs)."
+    if len(deltas) != len(steps) or len(steps) < 2:
+        raise ValueError("need at least two observed updates, one step per update")
+    t = torch.tensor(steps, dtype=torch.float32)
+    X = torch.stack([torch.ones_like(t), t], 1)  # (N, 2)
+    out = {}
+    for k, last in deltas[-1].items():
+        if rank1:
+            u, v, _ = top_singular_vectors(last)
+            c = torch.stack([u @ d[k].float() @ v for d in deltas])  # (N,)
+            coef = torch.linalg.lstsq(X, c[:, None]).solution[:, 0]  # (2,)
+            out[k] = (coef[0] + coef[1] * target - c[-1]) * torch.outer(u, v)  # (m, n)
+        else:
+            Y = torch.stack([d[k].float().flatten() for d in deltas])  # (N, m·n)
+            coef = torch.linalg.lstsq(X, Y).solution  # (2, m·n)
+            out[k] = (coef[0] + coef[1] * target).view_as(last) - last.float()  # (m, n)
     return out
 
 # %% ../../nbs/12_rank1.ipynb #53c8d065
