@@ -34,12 +34,16 @@ def make_arithmetic(n_digits: int = 2,  # digits per operand
                     n_train: int = 5000,  # training problems (distinct prompts)
                     n_test: int = 500,  # held-out problems: distinct canonical forms, none of them in training
                     seed: int = 0,
+                    filler: int | tuple = 0,  # random lowercase letters and a '|' before each problem (a count, or (lo, hi): a uniform count)
                    ) -> tuple[Dataset, Dataset]:
-    "Train/test `Dataset`s of `a<op>b=` prompts with exact integer answers, split on canonical forms."
+    "Train/test `Dataset`s of `a<op>b=` prompts (after `filler` random letters and '|') with exact integer answers, split on canonical forms."
     if n_digits < 1: raise ValueError(f"n_digits must be >= 1, got {n_digits}")
     if not isinstance(ops, str) or not ops or any(o not in _OPS for o in ops) or len(set(ops)) != len(ops):
         raise ValueError(f"ops must be a non-empty subset of '+-*', each operator once, got {ops!r}")
     _check_sizes(n_train=n_train, n_test=n_test)
+    lo, hi_pad = (filler, filler) if not isinstance(filler, (tuple, list)) else tuple(filler)
+    if any(isinstance(n, bool) or not isinstance(n, numbers.Integral) for n in (lo, hi_pad)) or not 0 <= lo <= hi_pad:
+        raise ValueError(f"filler must be an integer >= 0 or a pair (lo, hi) with 0 <= lo <= hi, got {filler!r}")
     hi = 10 ** n_digits
     n_total, n_distinct = n_train + n_test, hi * hi * len(ops)
     if n_total > n_distinct: raise ValueError(f"asked for {n_total} problems (n_train + n_test) but only {n_distinct} distinct ones exist")
@@ -60,7 +64,9 @@ def make_arithmetic(n_digits: int = 2,  # digits per operand
     while len(train) < n_train:
         a, op, b = draw()
         if (a, op, b) not in seen and arith_canonical(a, op, b) not in held: seen.add((a, op, b)); train.append((a, op, b))
-    rows = lambda probs: Dataset.from_list([dict(prompt=f"{a}{op}{b}=", answer=str(_OPS[op](a, b))) for a, op, b in probs])
+    pad_rng = random.Random(f"filler-{seed}")   # its own stream: filler=0 leaves every problem as it was
+    pad = lambda: "".join(pad_rng.choice(string.ascii_lowercase) for _ in range(pad_rng.randint(lo, hi_pad))) + "|" if hi_pad else ""
+    rows = lambda probs: Dataset.from_list([dict(prompt=f"{pad()}{a}{op}{b}=", answer=str(_OPS[op](a, b))) for a, op, b in probs])
     return rows(train), rows(test)
 
 # %% ../nbs/02_tasks.ipynb #490fdfe9
@@ -188,7 +194,7 @@ def heldout_recall(task, n: int,  # prompts wanted (at least the task's test spl
     return concatenate_datasets([task.test, fresh.select(range(n - len(task.test)))])
 
 # %% ../nbs/02_tasks.ipynb #c5d6e7f8
-_ARITH_RE = re.compile(r"(\d+)([+\-*])(\d+)=")
+_ARITH_RE = re.compile(r"(?:[a-z]*\|)?(\d+)([+\-*])(\d+)=")   # an optional filler prefix (make_arithmetic's filler)
 
 def canonical_form(task: str,  # a registered task name
                    row: dict,  # a dataset row (prompt and the task's columns)

@@ -129,6 +129,7 @@ class SparseRolloutArm:
         if self.arm == "sparse_rl":
             c = sparse_rl_correction(r.extras["old_logprobs"], r.sampler_logprobs, m, self.veto, self.clip, self.band)
             r.extras["is_weights"] = c.weights
+            if self.band is not None: r.loss_mask = m * (c.weights > 0)   # the released loss: band-masked tokens leave the denominator
             self.stats |= dict(rejected_frac=c.rejected_frac, masked_frac=c.masked_frac)
             r = r.select(c.keep.nonzero().squeeze(1))  # rejected rows leave the loss and its denominator
         return r
