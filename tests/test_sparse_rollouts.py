@@ -66,3 +66,20 @@ def test_mis_drop_takes_the_masked_tokens_out_of_the_denominator():
     frac = keep["is_frac_masked"]
     assert drop["is_frac_masked"] == frac and 0.05 < frac < 0.95     # the compressed sampler's xi leaves the band often
     assert keep["loss"] != 0 and drop["loss"] == pytest.approx(keep["loss"] / (1 - frac), rel=1e-4)
+
+def test_sparse_rl_band_takes_its_masked_tokens_out_of_the_denominator():
+    # the released Sparse-RL loss divides by the surviving tokens: with the band [0.5, 1.5], a token whose xi leaves it
+    # gets weight 0 and leaves the denominator too; without the band the denominator is every token of the kept rows
+    seen = {}
+    for band in (None, (0.5, 1.5)):
+        cfg = recipe_config("testbed", seed=0, eval_every=0, checkpoint_every=0, progress=False, steps=1,
+                            prompts_per_step=16, samples_per_prompt=4, lr=1e-4, warmup_steps=0)
+        tr = Trainer.setup(cfg)
+        SparseRolloutArm("sparse_rl", make_kv_policy("snapkv", 7, window=2), band=band).attach(tr)
+        tr.add_hook("before_update", lambda t, r, band=band: seen.__setitem__(band, r) or r)   # runs after the arm's hook
+        tr.train_step()
+    plain, banded = seen[None], seen[(0.5, 1.5)]
+    assert plain.loss_mask is None and torch.equal(plain.loss_tokens, plain.completion_mask)
+    w = banded.extras["is_weights"]                                   # (B, C) min(xi, 1.5), 0 outside the band
+    assert torch.equal(banded.loss_tokens, banded.completion_mask * (w > 0))
+    assert 0 < banded.loss_tokens.sum() < banded.completion_mask.sum()   # some tokens left the band, not all

@@ -30,7 +30,7 @@ VARIANTS = dict(testbed=dict(log=LOG, warm_start=None, budgets=EVAL_BUDGETS),
 PREMISE_BUDGETS, PREMISE_POLICIES = (0.125, 0.25, 0.5, 0.75), dict(sink={}, h2o={}, snapkv=POLICY_KW)
 BAND = (0.5, 1.5)                                 # Sparse-RL's released token band (arm sparse_rl_band)
 RL = dict(lr=2e-4, steps=100, eval_every=20, warmup_steps=10)
-STEP_KEYS = ("reward_mean", "xi_kl", "xi_ess", "kv_ratio", "rejected_frac", "clip_frac", "first_log_ratio_max", "distill_loss", "entropy", "is_frac_masked")
+STEP_KEYS = ("reward_mean", "xi_kl", "xi_ess", "kv_ratio", "rejected_frac", "masked_frac", "clip_frac", "first_log_ratio_max", "distill_loss", "entropy", "is_frac_masked")
 
 def config(seed: int, variant: str, **overrides):
     "The run's TrainConfig: the testbed recipe, on the variant's warm start and task."
@@ -109,8 +109,9 @@ if __name__ == "__main__":
     ap.add_argument("--variant", choices=sorted(VARIANTS), default="testbed")
     ap.add_argument("--budgets", type=float, nargs="+", default=None, help="tokens (testbed) or fractions (ctx); default: the variant's")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--log", default=None, help="another log file (a second process writes its own; the chapter reads both)")
     a = ap.parse_args()
-    var = VARIANTS[a.variant]
+    var = VARIANTS[a.variant] | ({} if a.log is None else dict(log=Path(a.log)))
     budgets = [int(b) if b >= 1 else b for b in (a.budgets or var["budgets"])]
     have = done(var["log"])
     for seed in a.seeds:
