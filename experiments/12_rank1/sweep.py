@@ -15,14 +15,16 @@ Entries (one JSON line each in experiments/12_rank1/sweep.jsonl; an entry alread
                   (the same substitution with Adam's state kept: the control for the reset). Every K steps: greedy exact match on those training prompts and
                   on the 500 held-out sums (the same decoding), before and after the substitution; final per-prompt hits of both sets.
   alpharl <seed>  main's run again (same warm start, seed and data order; its final hits are compared with main's). Saved: hits
-                  of the un-rescaled pair sigma1 / residual_plain (σ₁u₁v₁ᵀ and ΔW − σ₁u₁v₁ᵀ, which sum to ΔW) and σ₂u₂v₂ᵀ in
-                  both frames; P5 in AlphaRL's form for t_obs in T_OBS: the checkpoint W(t_obs) itself ("stop"), W(t_obs) + the
-                  rank-1 move of extrapolation_move ("alpharl"), + the full-rank move ("full_linear"), + a random rank-1 move
-                  of the same norm ("random_move"), all predicting step STEPS.
+                  of the un-rescaled pair sigma1 / residual_plain (σ₁u₁v₁ᵀ and ΔW − σ₁u₁v₁ᵀ, which sum to ΔW), σ₂u₂v₂ᵀ, and
+                  their stretched versions rank1 / residual / sigma2 (at ‖ΔW‖_F) in both frames; P5 in AlphaRL's form for
+                  t_obs in T_OBS: the checkpoint W(t_obs) itself ("stop"), W(t_obs) + the rank-1 move of extrapolation_move
+                  ("alpharl"), + the full-rank move ("full_linear"), + a random rank-1 move of the same norm ("random_move"),
+                  all predicting step STEPS. About 1 CPU minute per entry (60-72 s wall here).
   skill2 <seed>   Property (1): a fresh tiny model SFT'd on the seed's training sums mixed with 2-digit differences a-b (a >= b),
                   stopped by arith2's rule on the sums (validation 0.5 +- 0.02); then the testbed's GRPO on sums alone, STEPS
                   steps. Saved: hits on the 500 held-out sums and on 500 held-out differences of the warm start, the RL model
                   and W_base + op(ΔW) (both frames) for the operators in S2_OPS.
+                  2.5-5 minutes per entry (144-282 s wall here), most of it the SFT.
 
     cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nohup nice -n 10 python experiments/12_rank1/sweep.py > /tmp/rank1_sweep.log 2>&1 &
     python experiments/12_rank1/sweep.py --only main --seeds 0 1 2     # a subset
@@ -48,7 +50,7 @@ OPS = ("full", "rank1", "sigma1", "rank2", "rank4", "rank8", "rank16", "residual
 SFT_STEPS, SFT_LR = 30, 3e-4           # SFT control
 N_SMALL, OF_STEPS, K = 256, 200, 20    # P3: training prompts, GRPO steps, substitution period (= measurement spacing)
 T_OBS = (60, 100)                      # P5 in AlphaRL's form: observation times (checkpoints from EVERY to t_obs observed)
-PLAIN_OPS = ("sigma1", "residual_plain", "sigma2_plain")
+RERUN_OPS = ("rank1", "sigma1", "residual", "residual_plain", "sigma2", "sigma2_plain")   # alpharl: P1 stretched and not
 N_SUB_TRAIN, N_SUB_TEST = 4000, 500    # skill2: training and held-out differences (5050 pairs a >= b exist)
 S2_OPS = ("full", "rank1", "sigma1", "residual", "residual_plain", "sigma2", "random")
 
@@ -172,8 +174,8 @@ def alpharl(seed):
     d = weight_deltas(base, rl)
     frame = rl_frame(base, rl, d)
     out = dict(steps=STEPS, every=EVERY, cpu_seconds_rl=round(cpu, 1), base=bits(hits(base)), rl=bits(hits(rl)),
-               ops={op: bits(hits(apply_update(base, d, op, seed=seed))) for op in PLAIN_OPS},
-               ops_rlframe={op: bits(hits(apply_update(frame, d, op, seed=seed))) for op in PLAIN_OPS}, p5={})
+               ops={op: bits(hits(apply_update(base, d, op, seed=seed))) for op in RERUN_OPS},
+               ops_rlframe={op: bits(hits(apply_update(frame, d, op, seed=seed))) for op in RERUN_OPS}, p5={})
     ts = sorted(t for t in rec.states if t > 0)
     for t_obs in T_OBS:
         obs = [t for t in ts if t <= t_obs]

@@ -235,7 +235,7 @@ def extrapolate_rank1(deltas: list[dict[str, torch.Tensor]],  # observed updates
 def extrapolation_move(deltas: list[dict[str, torch.Tensor]],  # observed updates ΔW(t), oldest first; the last is t_obs
                        steps: list[float],  # the step t of each observed update
                        target: float,  # the step T to predict
-                       rank1: bool = True,  # True: along u₁v₁ᵀ of ΔW(t_obs) (AlphaRL); False: every entry on its own line
+                       rank1: bool = True,  # True: along u₁v₁ᵀ of ΔW(t_obs) (AlphaRL); False: each entry on a line
                       ) -> dict[str, torch.Tensor]:
     "Per layer, what to add to W(t_obs) to predict W(T): the fitted line's value at T minus the observed ΔW(t_obs)."
     if len(deltas) != len(steps) or len(steps) < 2:
