@@ -34,9 +34,9 @@ def make_arithmetic(n_digits: int = 2,  # digits per operand
                     n_train: int = 5000,  # training problems (distinct prompts)
                     n_test: int = 500,  # held-out problems: distinct canonical forms, none of them in training
                     seed: int = 0,
-                    filler: int | tuple = 0,  # random lowercase letters and a '|' before each problem (a count, or (lo, hi): a uniform count)
+                    filler: int | tuple = 0,  # random letters and a '|' before each problem: a count, or (lo, hi)
                    ) -> tuple[Dataset, Dataset]:
-    "Train/test `Dataset`s of `a<op>b=` prompts (after `filler` random letters and '|') with exact integer answers, split on canonical forms."
+    "Train/test `Dataset`s of `a<op>b=` prompts (after any filler) with exact integer answers, split on canonical forms."
     if n_digits < 1: raise ValueError(f"n_digits must be >= 1, got {n_digits}")
     if not isinstance(ops, str) or not ops or any(o not in _OPS for o in ops) or len(set(ops)) != len(ops):
         raise ValueError(f"ops must be a non-empty subset of '+-*', each operator once, got {ops!r}")
@@ -65,8 +65,10 @@ def make_arithmetic(n_digits: int = 2,  # digits per operand
         a, op, b = draw()
         if (a, op, b) not in seen and arith_canonical(a, op, b) not in held: seen.add((a, op, b)); train.append((a, op, b))
     pad_rng = random.Random(f"filler-{seed}")   # its own stream: filler=0 leaves every problem as it was
-    pad = lambda: "".join(pad_rng.choice(string.ascii_lowercase) for _ in range(pad_rng.randint(lo, hi_pad))) + "|" if hi_pad else ""
-    rows = lambda probs: Dataset.from_list([dict(prompt=f"{pad()}{a}{op}{b}=", answer=str(_OPS[op](a, b))) for a, op, b in probs])
+    letters = lambda n: "".join(pad_rng.choice(string.ascii_lowercase) for _ in range(n))
+    pad = lambda: letters(pad_rng.randint(lo, hi_pad)) + "|" if hi_pad else ""
+    row = lambda a, op, b: dict(prompt=f"{pad()}{a}{op}{b}=", answer=str(_OPS[op](a, b)))
+    rows = lambda probs: Dataset.from_list([row(a, op, b) for a, op, b in probs])
     return rows(train), rows(test)
 
 # %% ../nbs/02_tasks.ipynb #490fdfe9

@@ -33,8 +33,9 @@ WARM_STARTS = {   # name -> how it is built, and the SHA-256 (dir_sha256) of eac
                               2: "bcbe065dd7a288d66b4602583ceab9caf78680608a4ca4cd6a04c64e3b44a687",
                               3: "380f4c480b15e8d200fdc18f030bbe07c213b92b38cf11b643846e5856953272",
                               4: "e6b4589654d0b0a4ca610b399812329d6918ad925949abc70ae478db4f63d0e8"}),
-    # chapter 10's long-context variant: the same sums after 0-24 random letters and '|' (a list: it survives a JSON config)
-    "arith2ctx": dict(task="arith", task_kwargs=TESTBED_TASK["task_kwargs"] | dict(filler=[0, 24]), target=0.5, tol=0.02, sft_lr=1e-3,
+    # chapter 10's long context: the sums after 0-24 random letters and '|' (a list survives a JSON config)
+    "arith2ctx": dict(task="arith", task_kwargs=TESTBED_TASK["task_kwargs"] | dict(filler=[0, 24]),
+                      target=0.5, tol=0.02, sft_lr=1e-3,
                       sft_steps=3000, sft_batch_size=128, eval_every=10, size="tiny", max_len=64, sha256={}),
 }
 SHIPPED = Path(__file__).parent / "warm_starts" if "__file__" in globals() else Path("../rlref/warm_starts")

@@ -76,7 +76,8 @@ def test_sparse_rl_band_takes_its_masked_tokens_out_of_the_denominator():
                             prompts_per_step=16, samples_per_prompt=4, lr=1e-4, warmup_steps=0)
         tr = Trainer.setup(cfg)
         SparseRolloutArm("sparse_rl", make_kv_policy("snapkv", 7, window=2), band=band).attach(tr)
-        tr.add_hook("before_update", lambda t, r, band=band: seen.__setitem__(band, r) or r)   # runs after the arm's hook
+        keep = lambda t, r, band=band: seen.__setitem__(band, r) or r   # a hook that runs after the arm's
+        tr.add_hook("before_update", keep)
         tr.train_step()
     plain, banded = seen[None], seen[(0.5, 1.5)]
     assert plain.loss_mask is None and torch.equal(plain.loss_tokens, plain.completion_mask)
