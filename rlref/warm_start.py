@@ -36,7 +36,12 @@ WARM_STARTS = {   # name -> how it is built, and the SHA-256 (dir_sha256) of eac
     # chapter 10's long context: the sums after 0-24 random letters and '|' (a list survives a JSON config)
     "arith2ctx": dict(task="arith", task_kwargs=TESTBED_TASK["task_kwargs"] | dict(filler=[0, 24]),
                       target=0.5, tol=0.02, sft_lr=1e-3,
-                      sft_steps=3000, sft_batch_size=128, eval_every=10, size="tiny", max_len=64, sha256={}),
+                      sft_steps=3000, sft_batch_size=128, eval_every=10, size="tiny", max_len=64,
+                      sha256={0: "4a86ed2407a8a3e2f33180433c245ca281a720ffd3253dba53c465234291fa8c",
+                              1: "3c30819912159873d2b8223d88c78f092cf7ed236184fa5a93c7c32f250097cf",
+                              2: "d24a33e41bfa4dfdc578953a57c3aff5657b2eaa58dcdc8c4aa22a6c63150479",
+                              3: "a30f486c1e34e6fdfe77a5999f3ca2260dbc23f3f4febeaf7dbd1875581dffa9",
+                              4: "b1661b2c1fd1219cbf39068361861fcd2857e7cbbf17970813fd18595b42105b"}),
 }
 SHIPPED = Path(__file__).parent / "warm_starts" if "__file__" in globals() else Path("../rlref/warm_starts")
 
