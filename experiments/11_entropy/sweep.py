@@ -16,6 +16,9 @@ with the --set overrides, and all log the same rollout entropy (EntropyMeter / E
                    instead of dropping its rows, so the token-mean denominator (and the number of minibatches) stays GRPO's
   raft             EntrocraftReleased with an all-zero band: RAFT++ on every step (+1 on correct samples, 0 else)
 
+--final_n 64 adds pass@k (k up to 64) from 64 samples per held-out prompt at the end (key "passk64"); such rows are their own
+key, so a rerun with it beside the logged runs reproduces them and adds the number.
+
     cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice python experiments/11_entropy/sweep.py --seeds 0 1 2 \\
         --set steps=120 --arms grpo entrocraft entrocraft_keep clip_cov kl_cov --out experiments/11_entropy/sweep.jsonl
 """
@@ -50,7 +53,7 @@ def run(arm, seed, over, a, H0):
     cfg = recipe_config("testbed", seed=seed, progress=False, checkpoint_every=0, **over)
     tr = Trainer.setup(cfg)
     t0 = time.process_time()
-    rec = dict(arm=arm, seed=seed, overrides=over, ema=a.ema, cov_ratio=a.cov_ratio)
+    rec = dict(arm=arm, seed=seed, overrides=over, ema=a.ema, cov_ratio=a.cov_ratio) | (dict(final_n=a.final_n) if a.final_n > 16 else {})
     if arm == "warm_start":
         H0 = float(np.mean([rollout_entropy(tr.policy, tr.rollout(), cfg.temperature) for _ in range(4)]))   # 4 rollouts: one is noisy
         rec["H0"] = H0
@@ -71,6 +74,11 @@ def run(arm, seed, over, a, H0):
     rec |= dict(hits="".join("1" if h else "0" for h in hits.tolist()), greedy=float(hits.float().mean()),
                 passk=pass_at_k_curve(tr.policy, tr.tok, tr.task, KS, n=16, limit=cfg.eval_limit, temperature=cfg.temperature, seed=seed),
                 cpu_seconds=round(time.process_time() - t0, 1))
+    if a.final_n > 16:   # pass@k at larger k, from more samples (its own draw; rec["passk"] stays the 16-sample one)
+        ks = tuple(k for k in (1, 2, 4, 8, 16, 32, 64, 128) if k <= a.final_n)
+        rec[f"passk{a.final_n}"] = pass_at_k_curve(tr.policy, tr.tok, tr.task, ks, n=a.final_n, limit=cfg.eval_limit,
+                                                   temperature=cfg.temperature, seed=seed)
+        rec["cpu_seconds"] = round(time.process_time() - t0, 1)
     return rec
 
 def main():
@@ -82,14 +90,15 @@ def main():
     ap.add_argument("--cov_ratio", type=float, default=1e-2)
     ap.add_argument("--out", default="experiments/11_entropy/sweep.jsonl")
     ap.add_argument("--probe", action="store_true", help="attach CovarianceProbe to the grpo arm (measured vs first-order entropy change per step)")
+    ap.add_argument("--final_n", type=int, default=16, help="above 16: also pass@k from this many samples per prompt at the end")
     ap.add_argument("--passk_every", type=int, default=0, help="also log pass@1/4/16 every this many steps (0: only at the end)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     over = parse_overrides(a.set)
-    key = lambda arm, seed: json.dumps([arm, run_key(seed, over), a.ema, a.cov_ratio])
+    key = lambda arm, seed: json.dumps([arm, run_key(seed, over), a.ema, a.cov_ratio] + ([a.final_n] if a.final_n > 16 else []))
     out = Path(a.out)
     rows = [json.loads(l) for l in out.read_text().splitlines() if l.strip()] if out.is_file() else []
-    done = {key(r["arm"], r["seed"]): r for r in rows if r["overrides"] == over}
+    done = {key(r["arm"], r["seed"]): r for r in rows if r["overrides"] == over and r.get("final_n", 16) == a.final_n}
     arms = ["warm_start"] + [x for x in a.arms if x != "warm_start"]
     for arm in arms:                                   # arm-major: every seed of an arm before the next arm (warm starts first)
         for seed in a.seeds:
