@@ -42,6 +42,15 @@ WARM_STARTS = {   # name -> how it is built, and the SHA-256 (dir_sha256) of eac
                               2: "d24a33e41bfa4dfdc578953a57c3aff5657b2eaa58dcdc8c4aa22a6c63150479",
                               3: "a30f486c1e34e6fdfe77a5999f3ca2260dbc23f3f4febeaf7dbd1875581dffa9",
                               4: "b1661b2c1fd1219cbf39068361861fcd2857e7cbbf17970813fd18595b42105b"}),
+    # chapter 10's longer context: 32-48 letters, so a quarter of every prompt holds more tokens than the sum
+    "arith2long": dict(task="arith", task_kwargs=TESTBED_TASK["task_kwargs"] | dict(filler=[32, 48]),
+                       target=0.5, tol=0.02, sft_lr=1e-3,
+                       sft_steps=3000, sft_batch_size=128, eval_every=10, size="tiny", max_len=64,
+                       sha256={0: "0528fcc040b81a3b14e8676e7ac729cc38383b23f86870bbcac39e43131132bc",
+                              1: "03d981b1accc1a0448bb15ef7cfbca5531148cfee0ecd1d47e3a49d1e60237f8",
+                              2: "59b959738026b3ab6b1d62c5f6934816638d2b8e49b06b34e4d6d91c27add696",
+                              3: "f27af3a832c8a601377969f61d2714d6f5c4bf70a51bb5795349dfd3d46e40d7",
+                              4: "7c0c1347b3a21c25d5a7a0d4a655d4450be1f12a950f585bb112dfc181129e7b"}),
 }
 SHIPPED = Path(__file__).parent / "warm_starts" if "__file__" in globals() else Path("../rlref/warm_starts")
 
