@@ -1264,6 +1264,7 @@ d = { 'settings': { 'branch': 'main',
                                   'rlref.warm_start.cached_warm_start_path': ( 'appendix_warm_starts.html#cached_warm_start_path',
                                                                                'rlref/warm_start.py'),
                                   'rlref.warm_start.dir_sha256': ('appendix_warm_starts.html#dir_sha256', 'rlref/warm_start.py'),
+                                  'rlref.warm_start.filler_variant': ('appendix_warm_starts.html#filler_variant', 'rlref/warm_start.py'),
                                   'rlref.warm_start.validation_split': ( 'appendix_warm_starts.html#validation_split',
                                                                          'rlref/warm_start.py'),
                                   'rlref.warm_start.warm_start_dir': ('appendix_warm_starts.html#warm_start_dir', 'rlref/warm_start.py')}}}
