@@ -258,8 +258,9 @@ def encode_pairs(tokenizer, prompts: list[str], answers: list[str], max_len: int
 
 # %% ../nbs/01_models.ipynb #de9351a1
 def sft_loss(model, batch: dict) -> torch.Tensor:
-    "Mean next-token cross-entropy over answer tokens (loss_mask) of a teacher-forced batch."
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # (B, T, V)
+    "Mean next-token cross-entropy over answer tokens (loss_mask); `attention_mask_4d` replaces the padding mask."
+    mask_in = batch.get("attention_mask_4d", batch["attention_mask"])  # (B, 1, T, T) additive, or (B, T) padding
+    logits = model(input_ids=batch["input_ids"], attention_mask=mask_in).logits  # (B, T, V)
     logits, targets, mask = logits[:, :-1], batch["input_ids"][:, 1:], batch["loss_mask"][:, 1:]  # predict t+1 from t
     nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), targets.reshape(-1), reduction="none")  # (B*(T-1),)
     return masked_mean(nll.view_as(targets), mask)
@@ -297,6 +298,7 @@ def sft_warm_start(model, tokenizer, dataset,  # a datasets.Dataset (or list of 
                    progress: bool = True,  # show a tqdm bar
                    stop_at: float | None = None,  # stop early once eval_fn's `stop_metric` reaches this (a partial warm start)
                    stop_metric: str = "exact_match",  # the key of eval_fn's dict that `stop_at` reads
+                   attention_mask_fn=None,  # callable(batch, generator) -> (B, 1, T, T) additive mask
                    stop_tol: float | None = None,  # with stop_at: stop at the first eval within stop_tol of stop_at (either side); if none is, keep the closest eval's weights
                   ) -> list[dict]:
     "Teacher-forced fine-tuning on answer tokens only. Returns the metrics history."
@@ -317,6 +319,7 @@ def sft_warm_start(model, tokenizer, dataset,  # a datasets.Dataset (or list of 
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1, (s + 1) / max(warmup, 1)) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
     gen = torch.Generator().manual_seed(seed)
+    mask_gen = torch.Generator().manual_seed(seed + 1)  # its own stream: the batches do not depend on the mask
     column = lambda c: [r[c] for r in dataset] if isinstance(dataset, list) else list(dataset[c])
     prompts, answers = column("prompt"), [str(a) for a in column("answer")]
     history, model_was_training = [], model.training
@@ -326,6 +329,7 @@ def sft_warm_start(model, tokenizer, dataset,  # a datasets.Dataset (or list of 
     for step in bar:
         idx = torch.randint(len(prompts), (batch_size,), generator=gen).tolist()
         batch = {k: v.to(device) for k, v in encode_pairs(tokenizer, [prompts[i] for i in idx], [answers[i] for i in idx], max_len).items()}
+        if attention_mask_fn is not None: batch["attention_mask_4d"] = attention_mask_fn(batch, mask_gen).to(device)
         loss = sft_loss(model, batch)
         opt.zero_grad(set_to_none=True); loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0); opt.step(); sched.step()

@@ -14,7 +14,7 @@ from .models import make_char_tokenizer, make_tiny_llama, sft_warm_start, save_p
 
 # %% auto #0
 __all__ = ['TESTBED_TASK', 'EVAL_ROWS', 'WARM_STARTS', 'SHIPPED', 'validation_split', 'filler_variant', 'dir_sha256',
-           'build_warm_start', 'cached_warm_start_path', 'warm_start_dir']
+           'filler_key_dropout', 'build_warm_start', 'cached_warm_start_path', 'warm_start_dir']
 
 # %% ../nbs/97a_appendix_warm_starts.ipynb #70e47750
 TESTBED_TASK = dict(task="arith", task_kwargs=dict(n_digits=2, n_train=5000, n_test=1000))  # 2-digit sums, split on unordered pairs
@@ -26,10 +26,11 @@ def validation_split(task):
     return task.test.select(range(EVAL_ROWS, len(task.test)))
 
 # %% ../nbs/97a_appendix_warm_starts.ipynb #3b47c522
-def filler_variant(filler: list, sha256: dict) -> dict:
+def filler_variant(filler: list, sha256: dict, key_dropout: bool = False) -> dict:
     "Chapter 10's long-context warm start: the testbed's SFT recipe on sums after [lo, hi] random letters."
     return dict(task="arith", task_kwargs=TESTBED_TASK["task_kwargs"] | dict(filler=filler), target=0.5, tol=0.02,
-                sft_lr=1e-3, sft_steps=3000, sft_batch_size=128, eval_every=10, size="tiny", max_len=64, sha256=sha256)
+                sft_lr=1e-3, sft_steps=3000, sft_batch_size=128, eval_every=10, size="tiny", max_len=64, sha256=sha256,
+                **(dict(filler_key_dropout=True) if key_dropout else {}))
 
 WARM_STARTS = {   # name -> how it is built, and the SHA-256 (dir_sha256) of each shipped seed
     "arith2": dict(**TESTBED_TASK, target=0.5, tol=0.02, sft_lr=1e-3, sft_steps=2000, sft_batch_size=128, eval_every=2, size="tiny", max_len=64,
@@ -51,6 +52,8 @@ WARM_STARTS = {   # name -> how it is built, and the SHA-256 (dir_sha256) of eac
                               2: "59b959738026b3ab6b1d62c5f6934816638d2b8e49b06b34e4d6d91c27add696",
                               3: "f27af3a832c8a601377969f61d2714d6f5c4bf70a51bb5795349dfd3d46e40d7",
                               4: "7c0c1347b3a21c25d5a7a0d4a655d4450be1f12a950f585bb112dfc181129e7b"}),
+    # chapter 10's filler-dropout warm start: 32-48 letters, each letter hidden from later tokens at random in SFT
+    "arith2drop": filler_variant([32, 48], key_dropout=True, sha256={}),
 }
 SHIPPED = Path(__file__).parent / "warm_starts" if "__file__" in globals() else Path("../rlref/warm_starts")
 
@@ -61,6 +64,24 @@ def dir_sha256(path) -> str:
     if not any(f.name.endswith(".safetensors") for f in files): raise FileNotFoundError(f"{path} holds no .safetensors weights")
     for f in files: h.update(f.name.encode() + b"\0"); h.update(f.read_bytes())
     return h.hexdigest()
+
+# %% ../nbs/97a_appendix_warm_starts.ipynb #13865c47
+def filler_key_dropout(tokenizer, bar: str = "|"):
+    "sft_warm_start's attention_mask_fn: per row q ~ U(0, 1), each filler letter seen by later tokens w.p. q."
+    bar_id = tokenizer.convert_tokens_to_ids(bar)
+    def mask_fn(batch: dict, generator: torch.Generator) -> torch.Tensor:
+        ids, real = batch["input_ids"].cpu(), batch["attention_mask"].cpu().bool()  # (B, T) each
+        B, T = ids.shape
+        pos = torch.arange(T)
+        first_bar = torch.where(ids == bar_id, pos, T).min(1).values  # (B,) T where a row has no bar (no filler)
+        filler = (pos[None] >= 1) & (pos[None] < first_bar[:, None])  # (B, T) the letters after the BOS
+        keep = torch.rand(B, 1, generator=generator)  # (B, 1) this row's keep fraction q
+        hidden = filler & (torch.rand(B, T, generator=generator) >= keep)  # (B, T) keys later tokens do not see
+        later = pos[:, None] > pos[None, :]  # (T_q, T_k) strictly after the key
+        causal = (pos[None, :] <= pos[:, None])[None] & real[:, None, :]  # (B, T_q, T_k)
+        vis = causal & ~(hidden[:, None, :] & later[None])  # (B, T_q, T_k)
+        return torch.zeros(B, 1, T, T).masked_fill(~vis[:, None], torch.finfo(torch.float32).min)
+    return mask_fn
 
 # %% ../nbs/97a_appendix_warm_starts.ipynb #6fd902c8
 def build_warm_start(out,  # directory to write (save_policy layout + warm_start.json)
@@ -78,9 +99,11 @@ def build_warm_start(out,  # directory to write (save_policy layout + warm_start
     tok = make_char_tokenizer()
     policy = make_tiny_llama(tok, spec["size"], max_len=spec["max_len"], seed=seed)
     check = lambda m: dict(exact_match=exact_match(m, tok, val, task.reward_fn, max_new_tokens=task.max_new_tokens))
+    dropout = filler_key_dropout(tok) if spec.get("filler_key_dropout") else None  # chapter 10's arith2drop
     t0 = time.process_time()
     hist = sft_warm_start(policy, tok, task.train, steps=spec["sft_steps"], batch_size=spec["sft_batch_size"], lr=spec["sft_lr"], seed=seed,
-                          progress=progress, eval_fn=check, eval_every=spec["eval_every"], stop_at=spec["target"], stop_tol=spec["tol"])
+                          progress=progress, eval_fn=check, eval_every=spec["eval_every"], stop_at=spec["target"], stop_tol=spec["tol"],
+                          attention_mask_fn=dropout)
     out = save_policy(policy, tok, out)
     rec = dict(name=name, seed=seed, val_accuracy=hist[-1]["exact_match"], sft_steps=hist[-1]["step"], restored=bool(hist[-1].get("restored")),
                cpu_seconds=round(time.process_time() - t0, 1), sha256=dir_sha256(out), torch=torch.__version__)

@@ -7,6 +7,8 @@
   xi of SnapKV's sampled tokens at each budget (128 prompts x 4 samples), what the papers' "nearly lossless" premise reads.
 - `--variant long`: the same with 32-48 letters before every sum (warm start arith2long), so that a 25% budget holds more
   tokens than the sum and the BOS; log sweep_long.jsonl.
+- `--variant drop`: the 32-48 letters again, on a warm start trained with filler letters hidden at random (arith2drop,
+  `filler_key_dropout`), so that it has learned to do without evicted filler keys; log sweep_drop.jsonl.
 
 Resumable: appends one JSON line per finished (arm, budget, seed) to the variant's log and skips those already there.
 
@@ -29,7 +31,8 @@ POLICY, POLICY_KW = "snapkv", dict(window=2)     # SnapKV with a 2-token observa
 EVAL_BUDGETS = (7, 6)                             # compressed evaluation budgets (tokens)
 VARIANTS = dict(testbed=dict(log=LOG, warm_start=None, budgets=EVAL_BUDGETS),
                 ctx=dict(log=HERE / "sweep_ctx.jsonl", warm_start="arith2ctx", budgets=(0.25, 0.5)),
-                long=dict(log=HERE / "sweep_long.jsonl", warm_start="arith2long", budgets=(0.25, 0.5)))
+                long=dict(log=HERE / "sweep_long.jsonl", warm_start="arith2long", budgets=(0.25, 0.5)),
+                drop=dict(log=HERE / "sweep_drop.jsonl", warm_start="arith2drop", budgets=(0.25, 0.5)))
 PREMISE_BUDGETS, PREMISE_POLICIES = (0.125, 0.25, 0.5, 0.75), dict(sink={}, h2o={}, snapkv=POLICY_KW)
 BAND = (0.5, 1.5)                                 # Sparse-RL's released token band (arm sparse_rl_band)
 RL = dict(lr=2e-4, steps=100, eval_every=20, warmup_steps=10)
