@@ -33,7 +33,7 @@ from .train.report import accuracy_interval, plot_report
 
 
 # %% auto #0
-__all__ = ['HOOK_POINTS', 'lr_lambda', 'Trainer']
+__all__ = ['HOOK_POINTS', 'lr_lambda', 'Trainer', 'refill_prompts']
 
 # %% ../nbs/07_trainer.ipynb #6608655b
 HOOK_POINTS = ("after_rewards", "after_advantages", "before_update", "loss_terms", "after_step")
@@ -165,10 +165,12 @@ def eval_metrics(self: Trainer) -> dict:
 
 # %% ../nbs/07_trainer.ipynb #67d72e0b
 @patch
-def rollout(self: Trainer) -> Rollout:
+def rollout(self: Trainer, n_prompts: int | None = None,  # prompts to sample (default: prompts_per_step)
+           ) -> Rollout:
     "Sample one rollout's completions and attach rewards: correctness + format_weight * format, or the weighted reward_funcs (+ the soft overlong penalty)."
     cfg, n = self.cfg, self.cfg.samples_per_prompt
-    idx = torch.randint(len(self.task.train), (cfg.prompts_per_step,), generator=self.gens["prompts"]).tolist()
+    n_rows = n_prompts or cfg.prompts_per_step
+    idx = torch.randint(len(self.task.train), (n_rows,), generator=self.gens["prompts"]).tolist()
     s, W = self.shard; idx = idx[s * len(idx) // W:(s + 1) * len(idx) // W]   # several processes: this rank's whole groups (one process: all)
     rows = self.task.train.select(idx)
     with self.autocast():                      # the sampler runs at the learner's precision
@@ -242,6 +244,17 @@ def loss(self: Trainer, mb: Rollout, n_tokens_in_minibatch: int, n_micro: float 
     info["approx_kl"] = float(approx_kl(logp.detach(), ctx.old_logprobs, m))
     return loss, info | {"loss": loss.item()}
 
+# %% ../nbs/07_trainer.ipynb #faec5388
+def refill_prompts(missing: int,  # informative groups the step still lacks
+                   informative: int,  # informative groups among those sampled so far this step
+                   sampled: int,  # groups sampled so far this step
+                   cap: int,  # at most this many (prompts_per_step)
+                  ) -> int:
+    "Prompts for the next refill: `missing` over the informative rate so far, rounded up (the cap when none was)."
+    if missing < 1 or sampled < 1 or not 0 <= informative <= sampled:
+        raise ValueError(f"need missing >= 1, 0 <= informative <= sampled, got {missing}, {informative}, {sampled}")
+    return cap if informative == 0 else min(cap, math.ceil(missing * sampled / informative))
+
 # %% ../nbs/07_trainer.ipynb #704ef3e5
 @patch
 def needs_old_logprobs(self: Trainer, rows: int) -> bool:
@@ -264,20 +277,24 @@ def collect(self: Trainer) -> tuple[Rollout, dict]:
     if "reward_funcs" in r.extras: raw |= reward_func_metrics(self.reward_mix.names, r.extras["reward_funcs"])   # rewards/<name>/mean, /std
     if self.world_size > 1: raw = self._global_raw(r, raw)                 # several processes: over every rank's rows
     if not cfg.dynamic_sampling: return r, raw
-    parts, kept, dropped, rounds = [], 0, 0, 0
+    parts, kept, dropped, rounds, sampled = [], 0, 0, 0, P
     while True:
         keep, n_dropped = dynamic_sampling_filter(r.rewards, G)                 # (B,) bool
         dropped += n_dropped
         if keep.any(): parts.append(r.select(keep.nonzero().squeeze(1))); kept += int(keep.sum()) // G
         if kept >= P or rounds == cfg.max_refill_rounds: break
         rounds += 1
-        r = self._run_hooks("after_rewards", self.rollout())
+        n = P if cfg.refill == "batch" else refill_prompts(P - kept, kept, sampled, P)
+        sampled += n
+        r = self._run_hooks("after_rewards", self.rollout() if cfg.refill == "batch" else self.rollout(n))
     if not parts:
         raise TrainingStopped(f"dynamic sampling: all {(rounds + 1) * P} groups of step {self.step + 1} had equal rewards (after {rounds} refill "
                            f"rounds), nothing to train on; raise max_refill_rounds, or the task is solved or out of reach for this policy")
     r = concat_rollouts(parts, self.tok.pad_token_id) if len(parts) > 1 else parts[0]
     r = r.select(torch.arange(min(kept, P) * G))                                # the first P informative groups
-    return r, raw | dict(groups_dropped=dropped, refill_rounds=rounds, groups_kept=min(kept, P), groups_missing=max(0, P - kept))
+    wasted = max(0, kept - P)  # informative groups sampled beyond the P trained on
+    return r, raw | dict(groups_dropped=dropped, refill_rounds=rounds, groups_kept=min(kept, P), groups_missing=max(0, P - kept),
+                         groups_sampled=sampled, groups_wasted=wasted)
 
 @patch
 def train_step(self: Trainer) -> dict:

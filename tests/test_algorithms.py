@@ -231,6 +231,19 @@ def test_dynamic_sampling_cap_and_nothing_left():
     tr2.add_hook("after_rewards", _uniform_groups(0, always=True)[0])
     with pytest.raises(RuntimeError, match="nothing to train on"): tr2.train_step()
 
+def test_dynamic_sampling_refill_sized_to_the_shortfall():
+    P = 8
+    sizes = {}
+    for refill in ("batch", "shortfall"):
+        tr = _setup("arith-dapo", max_new_tokens=8, prompts_per_step=P, refill=refill)
+        hook, calls = _uniform_groups(P - 1)                            # the first rollout lacks one informative group
+        tr.add_hook("after_rewards", lambda t, r, hook=hook: sizes.setdefault(refill, []).append(len(r) // t.cfg.samples_per_prompt) or hook(t, r))
+        m = tr.train_step()
+        assert m["groups_kept"] == P and m["refill_rounds"] == 1 and m["groups_missing"] == 0
+        assert m["groups_sampled"] == sum(sizes[refill]) and m["groups_wasted"] == sum(sizes[refill]) - 1 - P
+    assert sizes == {"batch": [P, P], "shortfall": [P, 2]}              # ceil(1 * 8 / 7) = 2 prompts, one of them wasted
+    with pytest.raises(ValueError, match="refill"): recipe_config("arith-dapo", refill="half")
+
 def test_arith_dapo_recipe_trains():
     cfg = recipe_config("arith-dapo")
     assert cfg.eps_high == 0.28 and cfg.dynamic_sampling and cfg.loss_type == "dapo" and cfg.overlong_buffer > 0

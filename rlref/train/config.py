@@ -63,6 +63,8 @@ class TrainConfig:
     entropy_coef: float = 0.0            # entropy bonus weight
     dynamic_sampling: bool = False       # DAPO: drop groups whose rewards are all equal, then refill the batch
     max_refill_rounds: int = 4  # dynamic sampling: extra rollouts to refill the batch with informative groups (0 = no refill)
+    refill: str = "batch"  # dynamic sampling: refills of prompts_per_step ('batch', DAPO's) or of the shortfall
+                           # over the step's informative rate so far ('shortfall', rlref.trainer.refill_prompts)
     overlong_filter: bool = False  # DAPO: leave truncated completions (no <eos> within max_new_tokens) out of the loss
     overlong_buffer: int = 0  # DAPO soft overlong penalty L_cache in tokens (0 = off), see soft_overlong_penalty
     format_weight: float = 0.0           # weight of the format reward added to correctness
@@ -216,6 +218,7 @@ class TrainConfig:
         if self.beta and self.kl_coef: raise ValueError("set beta (k3 KL in the loss) or kl_coef (k1 KL in the reward), not both")
         if self.samples_per_prompt < algo.min_group:
             raise ValueError(f"{self.algorithm} is a group estimator and needs samples_per_prompt >= {algo.min_group}, got {self.samples_per_prompt}")
+        need(self.refill in ("batch", "shortfall"), "refill", "'batch' or 'shortfall'")
         if self.dynamic_sampling and self.samples_per_prompt < 2: raise ValueError("dynamic_sampling drops groups of equal rewards and needs samples_per_prompt >= 2")
         if algo.check is not None: algo.check(self)
         if algo.default_loss_type is not None and self.loss_type is None: raise ValueError(f"loss_type must be one of {AGGREGATION_MODES} for {self.algorithm}")
@@ -302,7 +305,7 @@ TRL_EQUIVALENTS = [  # (rlref TrainConfig, TRL GRPOConfig or GRPOTrainer argumen
     ("`entropy_coef`", "`entropy_coef`", "a bonus on the per-token mean entropy"),
     ("`overlong_filter`", "`mask_truncated_completions`", "truncated completions left out of the loss"),
     ("`overlong_buffer`", "-", "TRL has it as a reward function: trl.rewards.get_soft_overlong_punishment"),
-    ("`dynamic_sampling`, `max_refill_rounds`", "-", "DAPO's filter and refill; no GRPOConfig field"),
+    ("`dynamic_sampling`, `max_refill_rounds`, `refill`", "-", "DAPO's filter and refill; no GRPOConfig field"),
     ("`is_correction`, `is_clip`, `is_clip_min`", "`vllm_importance_sampling_mode`, `vllm_importance_sampling_clip_max`, `vllm_importance_sampling_clip_min`",
      "TRL corrects only vLLM's sampler; compare the modes' definitions (06_losses) before relying on one name for the other"),
     ("`is_masked_tokens`", "-", "TRL keeps masked tokens in the mean's denominator ('keep'); 'drop' removes them"),
