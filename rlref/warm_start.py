@@ -53,7 +53,12 @@ WARM_STARTS = {   # name -> how it is built, and the SHA-256 (dir_sha256) of eac
                               3: "f27af3a832c8a601377969f61d2714d6f5c4bf70a51bb5795349dfd3d46e40d7",
                               4: "7c0c1347b3a21c25d5a7a0d4a655d4450be1f12a950f585bb112dfc181129e7b"}),
     # chapter 10's filler-dropout warm start: 32-48 letters, each letter hidden from later tokens at random in SFT
-    "arith2drop": filler_variant([32, 48], key_dropout=True, sha256={}),
+    "arith2drop": filler_variant([32, 48], key_dropout=True,
+                                 sha256={0: "8d459685a31debafd3f6e68c5a62d1986a15d317b71957bf4b7a6d3cae9480b9",
+                              1: "05f98c3c1efd6b59c479b0d303e4445a877891b82bb14421c83fe2a6fffb4892",
+                              2: "149c365b9b827b9fc7c9804adbcf79547aebcb90be84e11026248ca85efb8146",
+                              3: "7717f712dd949106d225a49e50d3ad4c58a09273bb1277ac754a37fbaaeb0a67",
+                              4: "8c0023ec87977aa7edb35a13931ab70f3eaecf65c810ce76c274cd28b6e0c7be"}),
 }
 SHIPPED = Path(__file__).parent / "warm_starts" if "__file__" in globals() else Path("../rlref/warm_starts")
 

@@ -7,7 +7,7 @@ from rlref.train.config import TrainConfig, recipe_config
 from rlref.models import load_policy
 
 def test_shipped_warm_starts_match_their_sha256():
-    for name, spec in WARM_STARTS.items():   # the testbed's and chapter 10's long-context variant
+    for name, spec in WARM_STARTS.items():   # the testbed's and chapter 10's long-context variants
         for seed, sha in spec["sha256"].items():
             assert dir_sha256(warm_start_dir(name, seed)) == sha
         assert len(spec["sha256"]) >= 5, name
