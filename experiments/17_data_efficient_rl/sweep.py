@@ -8,9 +8,15 @@ p(1-p) under the warm start), ttrl (MajorityVoteReward from the shipped 50% warm
 warm start: the arith2 recipe stopped at --weak_target validation accuracy, built once per seed into the cache), ttrl_strong (the same
 stopped at --strong_target): the shipped warm start's majority-vote@8 accuracy is near 0.45, so the two others bracket 0.5.
 
+Controls (issue 42; name them with --arms): dynamic_short (dynamic sampling with refill="shortfall"), ttrl_strong_lr and
+oneshot1_lr (lr 1e-4), ttrl_strong_kl and oneshot1_kl (a k3 KL to the warm start, beta 0.04).
+
 Every arm runs until its DataMeter count reaches --budget tokens and is evaluated (greedy exact match on the testbed's 500
 held-out sums) at step 0 and each time the count crosses a multiple of budget / --evals. The grpo, ttrl_weak and ttrl_strong rows also hold
 the warm start's held-out pass@1 / pass@8 / majority-vote@8 from 8 samples at T = 0.7.
+
+Each evaluation records the step, the tokens, the CPU seconds so far and the greedy completions of the first 8 held-out
+prompts (rows written before issue 42 have only step, tokens and accuracy).
 
 One JSON line per (arm, seed) in experiments/17_data_efficient_rl/sweep.jsonl; rows already there are skipped (resumable; seed-major order).
 
@@ -30,13 +36,19 @@ from rlref.train.config import recipe_config
 from rlref.train.checkpoints import TrainingStopped
 from rlref.warm_start import build_warm_start
 from rlref.rewards import parse_int
+from rlref.evaluation import greedy_completions
 from rlref.methods.data_efficiency import (DataMeter, DifficultyBand, rollout_replay, few_shot_task, select_prompts, MajorityVoteReward,
                                            sampled_answers, pass_at_k_per_prompt, majority_vote)
 
 ARMS = ("grpo", "dynamic", "band", "replay", "ttrl_strong", "ttrl_weak", "oneshot1", "oneshot16", "ttrl", "oneshot2")   # run in this order, seed-major
+# issue 42's controls (not in the default list; name them with --arms): the refill sized to the shortfall, and the two arms
+# that fell apart (TTRL-strong, one-shot) at a third of the learning rate or with a k3 KL to the warm start
+CONTROLS = dict(dynamic_short=dict(dynamic_sampling=True, refill="shortfall"),
+                ttrl_strong_lr=dict(lr=1e-4), ttrl_strong_kl=dict(beta=0.04), oneshot1_lr=dict(lr=1e-4), oneshot1_kl=dict(beta=0.04))
+N_SHOWN = 8   # held-out prompts whose greedy completions every evaluation records (what "one answer for everything" reads)
 SETTING = dict(lr=3e-4, prompts_per_step=64, samples_per_prompt=8, temperature=0.7)   # the testbed recipe's
 KEEP = ("step", "reward_mean", "accuracy", "zero_std_frac", "zero_var_trained", "mid_frac", "trained_groups", "generated_tokens", "step_tokens",
-        "refill_tokens", "refill_rounds", "groups_kept", "band_pool", "band_hit", "pseudo_label_acc", "pseudo_reward_agree", "replay_age_mean")
+        "refill_tokens", "refill_rounds", "groups_kept", "groups_sampled", "groups_wasted", "band_pool", "band_hit", "pseudo_label_acc", "pseudo_reward_agree", "replay_age_mean")
 
 def other_warm_start(seed, target):
     "The arith2 recipe stopped at another validation accuracy, built once per seed into the cache (it matches this machine only)."
@@ -55,6 +67,8 @@ def warm_stats(tr, n=8):
 
 def run(arm, seed, a, over):
     kw = dict(seed=seed, eval_every=0, kl_every=0, progress=False, checkpoint_every=0, steps=100_000) | SETTING
+    name, control = arm, CONTROLS.get(arm, {})   # a control runs its base arm (the name before the last '_') with its settings
+    if control: arm, kw = arm.rsplit("_", 1)[0], kw | control
     if arm == "dynamic": kw |= dict(dynamic_sampling=True, max_refill_rounds=a.refills)
     mv = MajorityVoteReward() if arm.startswith("ttrl") else None
     if mv: kw |= dict(reward_funcs=[mv])
@@ -73,19 +87,23 @@ def run(arm, seed, a, over):
         extra["prompts"] = list(tr.task.train["prompt"])
     if mv: mv.attach(tr)
     if arm in ("grpo", "ttrl_weak", "ttrl_strong"): extra["warm_stats"] = warm_stats(tr)
+    shown = list(tr.task.test["prompt"][:N_SHOWN])
+    def point(hits):   # one evaluation: held-out accuracy, CPU so far, and the greedy completions of the first prompts
+        return dict(step=tr.step, tokens=meter.tokens, acc=float(hits.float().mean()), cpu=round(time.process_time() - t0, 1),
+                    completions=greedy_completions(tr.policy, tr.tok, shown, max_new_tokens=tr.max_new_tokens))
     hits0 = tr.evaluate(per_prompt=True)
-    curve, hist, stopped, next_eval = [dict(step=0, tokens=0, acc=float(hits0.float().mean()))], [], None, a.budget / a.evals
+    curve, hist, stopped, next_eval = [point(hits0)], [], None, a.budget / a.evals
     while meter.tokens < a.budget:
         try: m = tr.train_step()
         except TrainingStopped as e: stopped = str(e); break
         hist.append({k: (round(v, 5) if isinstance(v, float) else v) for k, v in m.items() if k in KEEP})
         if meter.tokens >= next_eval or meter.tokens >= a.budget:
             hits = tr.evaluate(per_prompt=True)
-            curve.append(dict(step=tr.step, tokens=meter.tokens, acc=float(hits.float().mean())))
+            curve.append(point(hits))
             while next_eval <= meter.tokens: next_eval += a.budget / a.evals
     hits = tr.evaluate(per_prompt=True)
-    if curve[-1]["step"] != tr.step: curve.append(dict(step=tr.step, tokens=meter.tokens, acc=float(hits.float().mean())))
-    return dict(arm=arm, seed=seed, overrides=over, budget=a.budget, setting=SETTING | dict(refills=a.refills, band_age=a.band_age, weak_target=a.weak_target, strong_target=a.strong_target),
+    if curve[-1]["step"] != tr.step: curve.append(point(hits))
+    return dict(arm=name, seed=seed, overrides=over, budget=a.budget, setting=SETTING | dict(refills=a.refills, band_age=a.band_age, weak_target=a.weak_target, strong_target=a.strong_target),
                 curve=curve, history=hist, stopped=stopped, hits0="".join("1" if h else "0" for h in hits0.tolist()),
                 hits="".join("1" if h else "0" for h in hits.tolist()), cpu_seconds=round(time.process_time() - t0, 1), **extra)
 
@@ -93,7 +111,7 @@ def main():
     ap = sweep_parser("experiments/17_data_efficient_rl/sweep.jsonl", "prompts_per_step=8")
     ap.add_argument("--arms", nargs="+", default=list(ARMS))
     ap.add_argument("--budget", type=int, default=160_000, help="generated completion tokens per run (refills included)")
-    ap.add_argument("--evals", type=int, default=5, help="held-out evaluations per run (besides step 0)")
+    ap.add_argument("--evals", type=int, default=5, help="held-out evaluations per run (besides step 0; issue 42 asks for >= 10)")
     ap.add_argument("--refills", type=int, default=4, help="max_refill_rounds of the dynamic arm")
     ap.add_argument("--band_age", type=int, default=50, help="DifficultyBand max_age")
     ap.add_argument("--weak_target", type=float, default=0.15, help="validation exact match at which the weak warm start's SFT stops")
