@@ -8,7 +8,8 @@ p(1-p) under the warm start), ttrl (MajorityVoteReward from the shipped 50% warm
 warm start: the arith2 recipe stopped at --weak_target validation accuracy, built once per seed into the cache), ttrl_strong (the same
 stopped at --strong_target): the shipped warm start's majority-vote@8 accuracy is near 0.45, so the two others bracket 0.5.
 
-Controls (issue 42; name them with --arms): dynamic_short (dynamic sampling with refill="shortfall"), ttrl_strong_lr and
+Controls (issue 42; name them with --arms): dynamic_short (dynamic sampling with refill="shortfall"), replay_fresh (the
+extra update on half of the fresh rollout, no older rollouts), ttrl_strong_lr and
 oneshot1_lr (lr 1e-4), ttrl_strong_kl and oneshot1_kl (a k3 KL to the warm start, beta 0.04).
 
 Every arm runs until its DataMeter count reaches --budget tokens and is evaluated (greedy exact match on the testbed's 500
@@ -43,8 +44,11 @@ from rlref.methods.data_efficiency import (DataMeter, DifficultyBand, rollout_re
 ARMS = ("grpo", "dynamic", "band", "replay", "ttrl_strong", "ttrl_weak", "oneshot1", "oneshot16", "ttrl", "oneshot2")   # run in this order, seed-major
 # issue 42's controls (not in the default list; name them with --arms): the refill sized to the shortfall, and the two arms
 # that fell apart (TTRL-strong, one-shot) at a third of the learning rate or with a k3 KL to the warm start
-CONTROLS = dict(dynamic_short=dict(dynamic_sampling=True, refill="shortfall"),
-                ttrl_strong_lr=dict(lr=1e-4), ttrl_strong_kl=dict(beta=0.04), oneshot1_lr=dict(lr=1e-4), oneshot1_kl=dict(beta=0.04))
+# (base arm, TrainConfig changes); replay_fresh: the replay arm's extra update drawn from the fresh rollout only (max_age 0),
+# GRPO with a second update on half of its own batch, which separates reusing old rollouts from the extra optimizer step
+CONTROLS = dict(dynamic_short=("dynamic", dict(refill="shortfall")), replay_fresh=("replay", {}),
+                ttrl_strong_lr=("ttrl_strong", dict(lr=1e-4)), ttrl_strong_kl=("ttrl_strong", dict(beta=0.04)),
+                oneshot1_lr=("oneshot1", dict(lr=1e-4)), oneshot1_kl=("oneshot1", dict(beta=0.04)))
 N_SHOWN = 8   # held-out prompts whose greedy completions every evaluation records (what "one answer for everything" reads)
 SETTING = dict(lr=3e-4, prompts_per_step=64, samples_per_prompt=8, temperature=0.7)   # the testbed recipe's
 KEEP = ("step", "reward_mean", "accuracy", "zero_std_frac", "zero_var_trained", "mid_frac", "trained_groups", "generated_tokens", "step_tokens",
@@ -67,8 +71,8 @@ def warm_stats(tr, n=8):
 
 def run(arm, seed, a, over):
     kw = dict(seed=seed, eval_every=0, kl_every=0, progress=False, checkpoint_every=0, steps=100_000) | SETTING
-    name, control = arm, CONTROLS.get(arm, {})   # a control runs its base arm (the name before the last '_') with its settings
-    if control: arm, kw = arm.rsplit("_", 1)[0], kw | control
+    name = arm                                    # a control runs its base arm with its changes
+    if arm in CONTROLS: arm, kw = CONTROLS[arm][0], kw | CONTROLS[arm][1]
     if arm == "dynamic": kw |= dict(dynamic_sampling=True, max_refill_rounds=a.refills)
     mv = MajorityVoteReward() if arm.startswith("ttrl") else None
     if mv: kw |= dict(reward_funcs=[mv])
@@ -79,7 +83,7 @@ def run(arm, seed, a, over):
     meter = DataMeter(tr)
     extra = {}
     if arm == "band": DifficultyBand(tr, 0.2, 0.8, max_age=a.band_age)
-    if arm == "replay": rollout_replay(tr, fraction=0.5, max_age=2, seed=seed)
+    if arm == "replay": rollout_replay(tr, fraction=0.5, max_age=0 if name == "replay_fresh" else 2, seed=seed)
     if arm.startswith("oneshot"):
         k = int(arm[len("oneshot"):])
         idx = select_prompts(tr.policy, tr.tok, tr.task, k, candidates=256, n=8, seed=seed)
