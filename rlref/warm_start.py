@@ -78,7 +78,8 @@ def filler_key_dropout(tokenizer, bar: str = "|"):
         ids, real = batch["input_ids"].cpu(), batch["attention_mask"].cpu().bool()  # (B, T) each
         B, T = ids.shape
         pos = torch.arange(T)
-        first_bar = torch.where(ids == bar_id, pos, T).min(1).values  # (B,) T where a row has no bar (no filler)
+        first_bar = torch.where(ids == bar_id, pos, T).min(1).values  # (B,) T where a row has no bar ...
+        first_bar = torch.where(first_bar == T, 1, first_bar)  # ... and then no filler
         filler = (pos[None] >= 1) & (pos[None] < first_bar[:, None])  # (B, T) the letters after the BOS
         keep = torch.rand(B, 1, generator=generator)  # (B, 1) this row's keep fraction q
         hidden = filler & (torch.rand(B, T, generator=generator) >= keep)  # (B, T) keys later tokens do not see
