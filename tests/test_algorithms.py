@@ -237,10 +237,14 @@ def test_dynamic_sampling_refill_sized_to_the_shortfall():
     for refill in ("batch", "shortfall"):
         tr = _setup("arith-dapo", max_new_tokens=8, prompts_per_step=P, refill=refill)
         hook, calls = _uniform_groups(P - 1)                            # the first rollout lacks one informative group
-        tr.add_hook("after_rewards", lambda t, r, hook=hook: sizes.setdefault(refill, []).append(len(r) // t.cfg.samples_per_prompt) or hook(t, r))
+        def sized(t, r, hook=hook, refill=refill):                      # record each rollout's prompts, then the hook
+            sizes.setdefault(refill, []).append(len(r) // t.cfg.samples_per_prompt)
+            return hook(t, r)
+        tr.add_hook("after_rewards", sized)
         m = tr.train_step()
         assert m["groups_kept"] == P and m["refill_rounds"] == 1 and m["groups_missing"] == 0
-        assert m["groups_sampled"] == sum(sizes[refill]) and m["groups_wasted"] == sum(sizes[refill]) - 1 - P
+        n = sum(sizes[refill])
+        assert m["groups_sampled"] == n and m["groups_wasted"] == n - 1 - P
     assert sizes == {"batch": [P, P], "shortfall": [P, 2]}              # ceil(1 * 8 / 7) = 2 prompts, one of them wasted
     with pytest.raises(ValueError, match="refill"): recipe_config("arith-dapo", refill="half")
 
