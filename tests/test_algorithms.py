@@ -245,7 +245,7 @@ def test_dynamic_sampling_refill_sized_to_the_shortfall():
         assert m["groups_kept"] == P and m["refill_rounds"] == 1 and m["groups_missing"] == 0
         n = sum(sizes[refill])
         assert m["groups_sampled"] == n and m["groups_wasted"] == n - 1 - P
-    assert sizes == {"batch": [P, P], "shortfall": [P, 2]}              # ceil(1 * 8 / 7) = 2 prompts, one of them wasted
+    assert sizes == {"batch": [P, P], "shortfall": [P, 2]}   # ceil(1 * 8 / 7) = 2 prompts, one of them wasted
     with pytest.raises(ValueError, match="refill"): recipe_config("arith-dapo", refill="half")
 
 def test_arith_dapo_recipe_trains():
