@@ -1,6 +1,7 @@
 """Chapter 17's reader-size runs: plain GRPO against each data-efficiency branch on the testbed, at an equal budget of generated
-completion tokens (refills included), seeds 0-2; the four arms of the headline comparison (grpo, dynamic, band, replay)
-also on seeds 3 and 4.
+completion tokens (refills included), every arm on seeds 0-4, at 320k tokens (issue 42: at 160k the GRPO baseline gained under
+15 held-out points on some seeds; that sweep's log is sweep.jsonl, with --budget 160000 --evals 5, the arms of ARMS_160K on seeds
+0-2 and the headline four on seeds 3-4).
 
 Arms: grpo (the testbed recipe), dynamic (DAPO dynamic sampling with refill), band (DifficultyBand p-hat in [0.2, 0.8]), replay
 (rollout_replay: fraction 0.5, max age 2), oneshot1 / oneshot2 / oneshot16 (few_shot_task on the k train prompts of largest
@@ -8,9 +9,9 @@ p(1-p) under the warm start), ttrl (MajorityVoteReward from the shipped 50% warm
 warm start: the arith2 recipe stopped at --weak_target validation accuracy, built once per seed into the cache), ttrl_strong (the same
 stopped at --strong_target): the shipped warm start's majority-vote@8 accuracy is near 0.45, so the two others bracket 0.5.
 
-Controls (issue 42; name them with --arms): dynamic_short (dynamic sampling with refill="shortfall"), replay_fresh (the
-extra update on half of the fresh rollout, no older rollouts), ttrl_strong_lr and
-oneshot1_lr (lr 1e-4), ttrl_strong_kl and oneshot1_kl (a k3 KL to the warm start, beta 0.04).
+Controls (CONTROLS): dynamic_short (dynamic sampling with refill="shortfall"), replay_fresh (the extra update on half of the
+fresh rollout, no older rollouts), ttrl_strong_lr and oneshot1_lr (lr 1e-4), ttrl_strong_kl and oneshot1_kl (a k3 KL to the
+warm start, beta 0.04).
 
 Every arm runs until its DataMeter count reaches --budget tokens and is evaluated (greedy exact match on the testbed's 500
 held-out sums) at step 0 and each time the count crosses a multiple of budget / --evals. The grpo, ttrl_weak and ttrl_strong rows also hold
@@ -19,11 +20,12 @@ the warm start's held-out pass@1 / pass@8 / majority-vote@8 from 8 samples at T 
 Each evaluation records the step, the tokens, the CPU seconds so far and the greedy completions of the first 8 held-out
 prompts (rows written before issue 42 have only step, tokens and accuracy).
 
-One JSON line per (arm, seed) in experiments/17_data_efficient_rl/sweep.jsonl; rows already there are skipped (resumable; seed-major order).
+One JSON line per (arm, seed); rows already in the log are skipped (resumable; seed-major order). Two processes, one log each:
 
-    cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python experiments/17_data_efficient_rl/sweep.py --seeds 0 1 2
-    cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python experiments/17_data_efficient_rl/sweep.py \
-        --seeds 3 4 --arms grpo band replay dynamic
+    cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python experiments/17_data_efficient_rl/sweep.py --seeds 0 1 2 3 4 \
+        --arms grpo dynamic band replay ttrl_strong ttrl_strong_lr ttrl_strong_kl oneshot1
+    cd <repo> && PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python experiments/17_data_efficient_rl/sweep.py --seeds 0 1 2 3 4 \
+        --arms dynamic_short replay_fresh ttrl ttrl_weak oneshot1_lr oneshot1_kl oneshot16 --out experiments/17_data_efficient_rl/sweep_320k_b.jsonl
 """
 import sys as _sys, pathlib as _pathlib
 _sys.path.insert(0, str(_pathlib.Path(__file__).resolve().parents[2] / "tools"))  # the shared sweep runner
@@ -41,7 +43,9 @@ from rlref.evaluation import greedy_completions
 from rlref.methods.data_efficiency import (DataMeter, DifficultyBand, rollout_replay, few_shot_task, select_prompts, MajorityVoteReward,
                                            sampled_answers, pass_at_k_per_prompt, majority_vote)
 
-ARMS = ("grpo", "dynamic", "band", "replay", "ttrl_strong", "ttrl_weak", "oneshot1", "oneshot16", "ttrl", "oneshot2")   # run in this order, seed-major
+ARMS_160K = ("grpo", "dynamic", "band", "replay", "ttrl_strong", "ttrl_weak", "oneshot1", "oneshot16", "ttrl", "oneshot2")
+ARMS = ("grpo", "dynamic", "dynamic_short", "band", "replay", "replay_fresh", "ttrl_weak", "ttrl", "ttrl_strong", "ttrl_strong_lr",
+        "ttrl_strong_kl", "oneshot1", "oneshot1_lr", "oneshot1_kl", "oneshot16")   # the 320k sweep, run in this order, seed-major
 # issue 42's controls (not in the default list; name them with --arms): the refill sized to the shortfall, and the two arms
 # that fell apart (TTRL-strong, one-shot) at a third of the learning rate or with a k3 KL to the warm start
 # (base arm, TrainConfig changes); replay_fresh: the replay arm's extra update drawn from the fresh rollout only (max_age 0),
@@ -112,10 +116,10 @@ def run(arm, seed, a, over):
                 hits="".join("1" if h else "0" for h in hits.tolist()), cpu_seconds=round(time.process_time() - t0, 1), **extra)
 
 def main():
-    ap = sweep_parser("experiments/17_data_efficient_rl/sweep.jsonl", "prompts_per_step=8")
+    ap = sweep_parser("experiments/17_data_efficient_rl/sweep_320k.jsonl", "prompts_per_step=8", seeds=(0, 1, 2, 3, 4))
     ap.add_argument("--arms", nargs="+", default=list(ARMS))
-    ap.add_argument("--budget", type=int, default=160_000, help="generated completion tokens per run (refills included)")
-    ap.add_argument("--evals", type=int, default=5, help="held-out evaluations per run (besides step 0; issue 42 asks for >= 10)")
+    ap.add_argument("--budget", type=int, default=320_000, help="generated completion tokens per run (refills included)")
+    ap.add_argument("--evals", type=int, default=10, help="held-out evaluations per run (besides step 0)")
     ap.add_argument("--refills", type=int, default=4, help="max_refill_rounds of the dynamic arm")
     ap.add_argument("--band_age", type=int, default=50, help="DifficultyBand max_age")
     ap.add_argument("--weak_target", type=float, default=0.15, help="validation exact match at which the weak warm start's SFT stops")
