@@ -1,7 +1,7 @@
 """Chapter 10 at reader size: every KV-compression arm from the seed's shipped warm start, on one of two variants.
 
 - `--variant testbed` (the default): the testbed's 7-token sums (arith2 warm start), budgets in tokens (7, 6), log sweep.jsonl.
-- `--variant ctx`: the long-context variant, the same sums after 24 random letters and '|' (32-token prompts, warm start
+- `--variant ctx`: the long-context variant, the same sums after 0-24 random letters and '|' (32-token prompts, warm start
   arith2ctx), budgets as fractions of the context (0.25, 0.5), log sweep_ctx.jsonl. Its arm `premise` trains nothing: the
   warm start's held-out accuracy dense and with each compressor (sink, h2o, snapkv) at budgets 12.5%-75%, and the KL of
   xi of SnapKV's sampled tokens at each budget (128 prompts x 4 samples), what the papers' "nearly lossless" premise reads.
