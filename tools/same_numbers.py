@@ -114,10 +114,23 @@ def first_difference(old: list[dict], new: list[dict]) -> str:
     return "the records are equal but the hash differs (the hashing changed)"
 
 
+def as_recorded(old: list[dict], new: list[dict]) -> list[dict]:
+    "The new records cut to the metrics the old ones hold: a metric logged since the record is not a changed number."
+    return [{k: v for k, v in b.items() if k in a} for a, b in zip(old, new)] if len(old) == len(new) else new
+
+
+def new_metrics(recorded: dict, measured: dict) -> list[str]:
+    "The metrics the new run logs that the record does not hold (in no step)."
+    seen = {k for r in recorded["records"] for k in r}
+    return sorted({k for r in measured["records"] for k in r} - seen)
+
+
 def compare(recorded: dict, measured: dict) -> str | None:
-    "None when a run gives the recorded numbers, else a readable line of what changed."
+    "None when a run gives the recorded numbers (new metrics aside), else a readable line of what changed."
     if recorded["hash"] == measured["hash"]: return None
-    return f"{recorded['name']}: {first_difference(recorded['records'], measured['records'])}"
+    if digest(as_recorded(recorded["records"], measured["records"])) == recorded["hash"]: return None
+    old, new = recorded["records"], measured["records"]
+    return f"{recorded['name']}: {first_difference(old, as_recorded(old, new))}"
 
 
 def load() -> dict:
@@ -158,7 +171,9 @@ def main(argv=None) -> int:
             m = measure(run, Path(work))
             diff = compare(old[run["name"]], m) if run["name"] in old else "(new)"
             took = time.perf_counter() - t0
-            print(f"{run['name']:50s} {m['hash'][:16]}  {took:6.1f} s  {diff or 'same'}", flush=True)
+            added = new_metrics(old[run["name"]], m) if run["name"] in old and not diff else []
+            note = f" (metrics logged since the record: {', '.join(added)})" if added else ""
+            print(f"{run['name']:50s} {m['hash'][:16]}  {took:6.1f} s  {diff or 'same'}{note}", flush=True)
             if diff and not a.write: bad.append(diff)
             results.append(m)
     if a.write:
