@@ -57,4 +57,5 @@ def test_the_cheap_runs_give_the_recorded_numbers():
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "same_numbers.py"), "--set", "test"], cwd=ROOT,
                        capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    assert len(re.findall(r" s  same( \(metrics logged since the record: [a-z_, ]+\))?$", r.stdout, re.M)) == len(HERE), r.stdout
+    same_line = r" s  same( \(metrics logged since the record: [a-z_, ]+\))?$"
+    assert len(re.findall(same_line, r.stdout, re.M)) == len(HERE), r.stdout
