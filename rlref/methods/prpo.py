@@ -206,11 +206,12 @@ def prpo_advantages(rewards: torch.Tensor,  # (B,) B = rows*M*N, laid out (row, 
     return intra + lam * inter
 
 # %% ../../nbs/18_tabular_prpo.ipynb #prpo0034
-ARMS = ("fixed", "shuffle", "prpo")
+ARMS = ("fixed", "shuffle", "prpo", "pooled")
 
 @dataclass
 class PRPOConfig:
-    arm: str = "prpo"  # "fixed": GRPO on the table's order; "shuffle": GRPO on one random order per row; "prpo": M orders x N samples
+    arm: str = "prpo"  # "fixed": GRPO on the table's order; "shuffle": GRPO on one random order per row;
+    # "prpo": M orders x N samples, intra + λ·inter; "pooled": the same M x N arrangement, plain GRPO over the row's M*N samples
     rollouts: int = 16  # rollouts per row, every arm (GRPO's G; PRPO's M*N)
     M: int = 4  # PRPO: permutations per row
     lam: float = 1.0  # PRPO: weight λ of the inter-permutation term
@@ -225,7 +226,7 @@ class PRPOConfig:
         for k in ("rollouts", "M", "steps", "rows_per_step"):
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1: raise ValueError(f"{k} must be an int >= 1, got {v!r}")
-        if self.arm == "prpo":
+        if self.arm in ("prpo", "pooled"):
             if self.rollouts % self.M: raise ValueError(f"rollouts={self.rollouts} must be M*N: M={self.M} does not divide it")
             check_mn(self.M, self.rollouts // self.M)
         elif self.rollouts < 2: raise ValueError(f"GRPO needs rollouts >= 2 per row, got {self.rollouts}")
@@ -233,7 +234,7 @@ class PRPOConfig:
     @property
     def layout(self) -> tuple[int, int]:
         "(orders per row, samples per order)."
-        return (self.M, self.rollouts // self.M) if self.arm == "prpo" else (1, self.rollouts)
+        return (self.M, self.rollouts // self.M) if self.arm in ("prpo", "pooled") else (1, self.rollouts)
 
 # %% ../../nbs/18_tabular_prpo.ipynb #prpo0037
 def rl_step(model, opt, tokenizer,
@@ -255,7 +256,8 @@ def rl_step(model, opt, tokenizer,
     logp = lp.gather(1, samples).reshape(-1, 1)                                              # (B, 1), B = b*m*n
     target = class_token_ids(tokenizer, C)[torch.as_tensor(np.repeat(y[rows], m * n))]      # (B,)
     rewards = (samples.reshape(-1) == target).float()                                        # (B,)
-    adv = prpo_advantages(rewards, m, n, cfg.lam) if cfg.arm == "prpo" else group_advantages(rewards, n)   # (B,)
+    if cfg.arm == "prpo": adv = prpo_advantages(rewards, m, n, cfg.lam)                      # (B,) intra + λ·inter
+    else: adv = group_advantages(rewards, m * n)                                             # (B,) GRPO over the row's m*n
     loss, info = grpo_loss(logp, logp.detach(), adv, torch.ones_like(logp), loss_type="grpo", eps_low=cfg.eps_clip)
     opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
     return dict(reward=rewards.mean().item(), zero_signal=zero_std_group_fraction(rewards, m * n),
