@@ -215,11 +215,17 @@ def summarize_stats(s: dict) -> dict:
                 len_correct=mean(L[g]), len_incorrect=mean(L[~g]))
 
 @torch.no_grad()
-def sampled_eval(model, tok, rows, n: int = 8, temperature: float = 0.7, max_new_tokens: int = 40, seed: int = 0) -> dict:
-    "summarize_stats of n sampled completions per row of `rows` (a Dataset with prompt and target)."
+def sampled_eval(model, tok, rows, n: int = 8, temperature: float = 0.7, max_new_tokens: int = 40, seed: int = 0,
+                 per_row: bool = False,  # also return `hits`: each row's gold count out of n, in row order
+                ) -> dict:
+    "summarize_stats of n sampled completions per row of `rows` (a Dataset: prompt, target); per_row adds `hits`."
     from rlref.rollout import sample
-    r = sample(model, tok, list(rows["prompt"]), n=n, max_new_tokens=max_new_tokens, temperature=temperature, generator=torch.Generator().manual_seed(seed))
-    return summarize_stats(completion_stats(r.completions, [t for t in rows["target"] for _ in range(n)])) | dict(examples=r.completions[::n][:8])
+    g = torch.Generator().manual_seed(seed)
+    r = sample(model, tok, list(rows["prompt"]), n=n, max_new_tokens=max_new_tokens, temperature=temperature,
+               generator=g)
+    s = completion_stats(r.completions, [t for t in rows["target"] for _ in range(n)])   # row i's n samples together
+    hits = dict(hits=[int(sum(s["gold"][i * n:(i + 1) * n])) for i in range(len(rows))]) if per_row else {}
+    return summarize_stats(s) | hits | dict(examples=r.completions[::n][:8])
 
 # %% ../../nbs/16_judge_rewards.ipynb #f9caa229
 JUDGE_WARM_START = dict(base="arith2", lr=1e-3, batch_size=64, max_steps=400, eval_every=50, warmup=10, min_gold=0.3, n_sft=20000, eval_n=4)
