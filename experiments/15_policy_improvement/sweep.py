@@ -16,6 +16,16 @@ held-out rows (test[:500]): the per-step change of that accuracy is the "true im
 this session had (2 shared cores, mostly taken by higher-priority sweeps): a first plan of 150/200 steps scored on 1,000 rows every
 step was stopped before any run finished.
 The chapter (nbs/15_policy_improvement.ipynb) loads experiments/15_policy_improvement/sweep.jsonl.
+
+`--design stable` (issue 42) is the rerun in the paper's structure, logged to sweep_stable.jsonl: every optimizer step sees a
+minibatch of 128 of the rollout's 512 rows (4 base updates per rollout, so PIPO's verification step is 1 of 5), a k3 KL to the
+warm start in the loss (beta 0.001, the paper's), 200 steps, flip 0.2. Arms are named `<arm>@<lr>`: first an lr probe
+(GRPO at 2.5e-5, 5e-5 and 1e-4, seeds 0-1) to find an lr L at which GRPO at 2L does not collapse, then at that L, 5 seeds:
+GRPO, PIPO (loss_scale_neg 0.1 and 0), the three controls (PPO's clip, C = 0, GRPO at 2L), PIPO with the released anchor,
+and PPO with and without PIPO's gate phi(xi). L is chosen from the probe and passed as --lr; the arms it runs carry it.
+
+    PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python experiments/15_policy_improvement/sweep.py --design stable --probe
+    PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python experiments/15_policy_improvement/sweep.py --design stable --lr 5e-5
 """
 import argparse, json, time
 from pathlib import Path
@@ -40,18 +50,43 @@ KEEP = ("pipo_xi", "pipo_mu_his", "pipo_sigma_his", "pipo_updated", "pipo_scale"
 ORDER = ([(0.2, a, s) for s in range(5) for a in MAIN] + [(0.2, a, s) for seeds in ((0, 1, 2), (3, 4)) for s in seeds for a in CONTROLS]
          + [(0.0, a, s) for seeds in ((0, 1, 2), (3, 4)) for s in seeds for a in MAIN] + [(0.2, a, s) for s in range(5) for a in HALF_LR])
 
+# the stable design: the paper's structure (4 minibatch updates per rollout, k3 KL 0.001), 200 steps, arms `<arm>@<lr>`
+LOG_STABLE = Path(__file__).resolve().parent / "sweep_stable.jsonl"
+STABLE_BASE, STABLE_STEPS, PROBE_LRS = dict(minibatch_size=128, beta=0.001), 200, (2.5e-5, 5e-5, 1e-4)
+STABLE_ARMS = {"grpo": (None, {}), "pipo-lsn0.1": (dict(loss_scale_neg=0.1), {}), "pipo-lsn0": (dict(loss_scale_neg=0.0), {}),
+               "ctrl-ppoclip": (dict(loss_scale_neg=0.1, clip="ppo"), {}),
+               "ctrl-zerocoef": (dict(loss_scale_neg=0.1, zero_coef=True), {}),
+               "pipo-released": (dict(loss_scale_neg=0.1, anchor="released"), {}),
+               "ppo": (None, dict(algorithm="ppo")), "ppo-gate": (dict(variant="ppo_gate"), dict(algorithm="ppo"))}
+
+def stable_order(lr: float | None, probe: bool) -> list[tuple]:
+    "The stable design's jobs (flip, arm@lr, seed): the probe, or at lr L the headline arms on 5 seeds first, then the rest."
+    if probe: return [(0.2, f"grpo@{x:g}", s) for s in (0, 1) for x in PROBE_LRS]
+    if lr is None: raise SystemExit("--design stable needs --lr L (chosen from the probe) or --probe")
+    head = ("grpo", "pipo-lsn0.1", f"grpo@{2 * lr:g}")
+    rest = ("pipo-lsn0", "ctrl-ppoclip", "ctrl-zerocoef", "pipo-released", "ppo", "ppo-gate")
+    at = lambda a: a if "@" in a else f"{a}@{lr:g}"
+    return [(0.2, at(a), s) for group in (head, rest) for s in range(5) for a in group]
+
+def arm_settings(arm: str) -> tuple:
+    "(PIPO kwargs or None, TrainConfig overrides, steps) of a v1 arm or a stable `<arm>@<lr>` arm."
+    if "@" not in arm: return ARMS[arm][0], ARM_CFG.get(arm, {}), ARMS[arm][1]
+    name, lr = arm.split("@")
+    pkw, over = STABLE_ARMS[name]
+    return pkw, STABLE_BASE | over | dict(lr=float(lr)), STABLE_STEPS
+
 def run(flip: float, arm: str, seed: int, steps: int | None = None) -> dict:
     from rlref.trainer import Trainer
     from rlref.train.config import recipe_config
     from rlref.methods.pipo import PIPO as Plugin, PIPOConfig, FlipRewards
-    pkw, n = ARMS[arm]; n = steps or n
+    pkw, over, n = arm_settings(arm); n = steps or n
     cfg = recipe_config("testbed", seed=seed, steps=n, eval_every=0, kl_every=0, eval_limit=EVAL_N, progress=False, checkpoint_every=0,
-                        **ARM_CFG.get(arm, {}))
+                        **over)
     tr = Trainer.setup(cfg)
     fl = FlipRewards(flip, seed=seed); tr.add_hook("after_rewards", fl)
-    pp = Plugin(tr, PIPOConfig(**PIPO, **pkw)) if pkw is not None else None
+    pp = Plugin(tr, PIPOConfig(**(PIPO | pkw))) if pkw is not None else None
     hits = tr.evaluate(per_prompt=True)
-    rec = dict(flip=flip, arm=arm, seed=seed, steps=n, pipo=None if pkw is None else PIPO | pkw, eval_n=len(hits),
+    rec = dict(flip=flip, arm=arm, seed=seed, steps=n, pipo=None if pkw is None else PIPO | pkw, eval_n=len(hits), config=over,
                acc=[round(float(hits.float().mean()), 4)], acc500=[round(float(hits[:500].float().mean()), 4)], warm_hits500="".join("01"[int(x)] for x in hits[:500]),
                mu=[], train_acc=[], train_cpu=[], **{k: [] for k in KEEP})
     t0, e_cpu = time.time(), 0.0
@@ -71,8 +106,14 @@ if __name__ == "__main__":
     ap.add_argument("--flips", type=float, nargs="+", default=None); ap.add_argument("--arms", nargs="+", default=None)
     ap.add_argument("--seeds", type=int, nargs="+", default=None); ap.add_argument("--log", default=str(LOG))
     ap.add_argument("--steps", type=int, default=None, help="a smoke test only (the chapter reads 100/140-step runs)")
+    ap.add_argument("--design", choices=("v1", "stable"), default="v1")
+    ap.add_argument("--lr", type=float, default=None, help="the stable design's lr L (from the probe)")
+    ap.add_argument("--probe", action="store_true", help="the stable design's lr probe only")
     a = ap.parse_args()
     torch.set_num_threads(1)
+    if a.design == "stable":
+        ORDER = stable_order(a.lr, a.probe)
+        if a.log == str(LOG): a.log = str(LOG_STABLE)
     log = Path(a.log)
     done = {(r["flip"], r["arm"], r["seed"]) for r in map(json.loads, log.read_text().splitlines())} if log.exists() else set()
     jobs = [j for j in ORDER if j not in done and (a.flips is None or j[0] in a.flips) and (a.arms is None or j[1] in a.arms)
