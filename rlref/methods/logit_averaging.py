@@ -195,14 +195,17 @@ def format_eval(model, tokenizer, dataset,  # rows with prompt and answer (e.g. 
     return dict(hits=hits, fmt=fmt, completions=comps)
 
 # %% ../../nbs/14_logit_averaging.ipynb #4b8cf71e
-ANS_WARM_START = dict(base="arith2", lr=1e-3, batch_size=128, max_steps=800, eval_every=20, warmup=10, min_format=0.95, min_accuracy=0.45, eval_rows=200)
+ANS_WARM_START = dict(base="arith2", lr=1e-3, batch_size=128, max_steps=800, eval_every=20, warmup=10, min_format=0.95,
+                      min_accuracy=0.45, eval_rows=200,
+                      untagged=0.0)  # share of SFT targets left bare ('57'): the tags then are the mode, not certain
 
 def format_warm_start(seed: int = 0,
                       cache_dir=None,  # default: $RLREF_CACHE or ~/.cache/rlref, under warm_starts/
                       progress: bool = False, **overrides,  # change an ANS_WARM_START field
                      ) -> Path:
     """The format-task warm start of `seed`: the testbed's shipped arith2 warm start of that seed, fine-tuned on `<ans>sum</ans>` targets of
-    its own training split until the validation rows (test[500:]) are in format at `target_format`; built once into the cache."""
+    its own training split until the validation rows (test[500:]) are in format at `target_format`; built once into
+    the cache. With `untagged` > 0 that share of the targets (drawn with `seed`) stays a bare sum."""
     from rlref.warm_start import warm_start_dir, cached_warm_start_path, TESTBED_TASK, validation_split
     from rlref.models import load_policy, save_policy, sft_warm_start
     from rlref.core import seed_everything
@@ -212,7 +215,10 @@ def format_warm_start(seed: int = 0,
     seed_everything(seed)
     policy, tok = load_policy(warm_start_dir(spec["base"], seed))
     task = make_task("arith_ans", seed=seed, **TESTBED_TASK["task_kwargs"])
-    sft = [dict(prompt=p, answer=tag_answer(a)) for p, a in zip(task.train["prompt"], task.train["answer"])]
+    gen = torch.Generator().manual_seed(seed)
+    bare = torch.rand(len(task.train), generator=gen) < spec["untagged"]          # (N,) targets left untagged
+    sft = [dict(prompt=p, answer=str(a) if b else tag_answer(a))
+           for p, a, b in zip(task.train["prompt"], task.train["answer"], bare.tolist())]
     val = validation_split(task).select(range(spec["eval_rows"]))
     def check(m):                                                  # ready = 1 once the format is learned and the accuracy is back
         ev = format_eval(m, tok, val, max_new_tokens=task.max_new_tokens)
