@@ -20,8 +20,11 @@ start as built by default (SFT format 0.998-1.000), rollouts at the task's budge
 Rollouts get a budget of 7 new tokens (--budget): '<ans>' takes 5, so a tagged answer of 3 digits (sums >= 100, about
 half the prompts) is cut to its first 2 digits and earns nothing under the correctness-only reward, while the bare
 '123' fits. The warm start leaves 20% of its SFT targets bare (format_warm_start(untagged=0.2)): the tags stay its
-greedy output (format 1.000 on seed 0), but sampling at T = 0.7 leaves them in about 10% of rollouts, so GRPO can
-find that bare answers pay (10% bare: 2.7% of rollouts, 0.2% bare and right; 20%: 10.3% and 2.5%, seed 0). `acc_budget`
+greedy output, but sampling at T = 0.7 leaves them often enough for GRPO to find that bare answers pay. Measured on
+seeds 0-4 before any RL (500 held-out prompts greedy; 128 training prompts x 8 samples at the 7-token budget):
+greedy format 1.000/1.000/1.000/0.986/0.994, accuracy 0.524/0.546/0.478/0.464/0.520 (0.238/0.226/0.198/0.232/0.178
+within the budget), untagged rollouts 0.103/0.081/0.073/0.176/0.104, bare and right 0.025/0.038/0.015/0.030/0.032
+(10% bare targets instead: 0.027 untagged, 0.002 bare and right on seed 0; 0%: 0.001 and 0.000). `acc_budget`
 is held-out greedy correctness within the 7-token budget (what the reward pays), `acc` the same at the full budget.
 Arms: sft; GRPO beta in {0, 0.01, 0.1} at lr 2e-4 and 1e-4; logit averaging alpha in {0.25, 0.5, 0.75} at lr 2e-4;
 the smaller-step control beta = 0 GRPO at lr alpha x 2e-4 for every alpha (5e-5, 1e-4 = the beta = 0 arm at 1e-4,
@@ -37,7 +40,7 @@ Format falls by step 10 and settles near the share of two-digit sums: bare answe
 (where the tags cost nothing). So P1 can fail here; at 50 steps alpha = 0.5 does not keep the format either.
 An evaluation costs 0.65 CPU s (GRPO), 0.7 (KL), 1.1 (mixture). At 200 steps + 11 evaluations a run is ~73 CPU s
 (beta = 0), ~100 (KL), ~111 (mixture): 20 beta = 0 runs (4 lrs) + 20 KL runs + 15 mixture runs + 5 sft rows +
-5 warm-start builds (~20 s each) = about 5,200 CPU s (87 CPU min on one thread; two processes with disjoint --arms
+5 warm-start builds (11-35 s each, 103 s) = about 5,200 CPU s (87 CPU min on one thread; two processes with disjoint --arms
 and the same --out halve the wall time, as the log is appended one whole row at a time).
 """
 import sys as _sys, pathlib as _pathlib
