@@ -40,8 +40,8 @@ Format falls by step 10 and settles near the share of two-digit sums: bare answe
 (where the tags cost nothing). So P1 can fail here; at 50 steps alpha = 0.5 does not keep the format either.
 An evaluation costs 0.65 CPU s (GRPO), 0.7 (KL), 1.1 (mixture). At 200 steps + 11 evaluations a run is ~73 CPU s
 (beta = 0), ~100 (KL), ~111 (mixture): 20 beta = 0 runs (4 lrs) + 20 KL runs + 15 mixture runs + 5 sft rows +
-5 warm-start builds (11-35 s each, 103 s) = about 5,200 CPU s (87 CPU min on one thread; two processes with disjoint --arms
-and the same --out halve the wall time, as the log is appended one whole row at a time).
+5 warm-start builds (11-35 s each, 103 s) = about 5,200 CPU s (87 CPU min on one thread; two processes with
+disjoint --arms and the same --out halve the wall time, as the log is appended one whole row at a time).
 """
 import sys as _sys, pathlib as _pathlib
 _sys.path.insert(0, str(_pathlib.Path(__file__).resolve().parents[2] / "tools"))  # the shared sweep runner
