@@ -32,7 +32,7 @@ the smaller-step control beta = 0 GRPO at lr alpha x 2e-4 for every alpha (5e-5,
 
     PYTHONPATH=$PWD OMP_NUM_THREADS=1 nice -n 10 python experiments/14_logit_averaging/sweep.py --design v2
 
-Smoke (smoke_v2.jsonl: seed 0, 50 steps, evaluations every 10, one thread; a preview, not evidence):
+Smoke (sweep_v2_smoke.jsonl: seed 0, 50 steps, evaluations every 10, one thread; a preview, not evidence):
     grpo_b0@2e-4    fmt 1.000 -> 0.502, acc 0.524 -> 0.708, acc_budget 0.238 -> 0.708; 0.33 train CPU s/step
     la_a0.5@2e-4    fmt 1.000 -> 0.514, acc 0.524 -> 0.702, acc_budget 0.238 -> 0.702; 0.49 train CPU s/step
     grpo_b0.1@2e-4  fmt 1.000 -> 0.520, acc 0.524 -> 0.694, acc_budget 0.238 -> 0.694; 0.46 train CPU s/step
